@@ -1,0 +1,32 @@
+# Two commands for a newcomer: `make demo` and `make test`. Each bootstraps .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/optsched demo
+
+test: $(STAMP)
+	$(BIN)/ruff check optsched tests benchmarks
+	$(BIN)/mypy optsched
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check optsched tests benchmarks
+	$(BIN)/mypy optsched
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/baselines.py
+	$(BIN)/python benchmarks/compile.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,108 @@
+"""Concern: which nodes may host a replica at all (hard rules 2, 7, 8, 9).
+
+Node health, label selectors, taints (`NoSchedule`/`NoExecute` need a toleration of their key),
+the spot policy (`spot: forbidden` never on spot nodes), allowed device models, and provisioned
+slots. `mask` is the vectorised filter that search uses; `reasons` names the rule a given node
+breaks, for the validator and for deferral reasons.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optsched.concerns.base import Violation
+from optsched.problem import BArray, GroupSpec, JobSpec, Problem, tolerates
+from optsched.view import PlanView
+
+
+def _label_mask(p: Problem, key: str, value: str) -> BArray:
+    cache_key = ("label", key, value)
+    if cache_key not in p._cache:
+        p._cache[cache_key] = np.array([s.labels.get(key) == value for s in p.node_shapes], dtype=bool)
+    mask: BArray = p._cache[cache_key]
+    return mask
+
+
+def _taint_mask(p: Problem, group: GroupSpec) -> BArray:
+    tols = group.spec.tolerations
+    key = ("taint", tuple(t.model_dump_json() for t in tols))
+    if key not in p._cache:
+        ok = np.ones(p.n_nodes, dtype=bool)
+        for n, s in enumerate(p.node_shapes):
+            for t in s.taints:
+                if t.effect != "PreferNoSchedule" and not tolerates(tols, t.key, t.value, t.effect):
+                    ok[n] = False
+                    break
+        p._cache[key] = ok
+    mask: BArray = p._cache[key]
+    return mask
+
+
+def mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
+    """Nodes (real and provisioning slots) that may ever hold a replica of `group`, ignoring usage."""
+    key = ("eligible", job.spot == "forbidden", tuple(sorted(group.spec.node_selector.items())),
+           tuple(t.model_dump_json() for t in group.spec.tolerations),
+           group.model_speed.tobytes() if group.uses_devices else b"", group.whole, group.affinity,
+           group.req.tobytes())
+    cached = p._cache.get(key)
+    if cached is not None:
+        out: BArray = cached
+        return out
+    ok = p.node_healthy.copy()
+    for k, v in group.spec.node_selector.items():
+        ok &= _label_mask(p, k, v)
+    ok &= _taint_mask(p, group)
+    if job.spot == "forbidden":
+        ok &= ~p.node_spot
+    if group.uses_devices:
+        has_model = p.node_model >= 0
+        allowed = np.zeros(p.n_nodes, dtype=bool)
+        allowed[has_model] = group.model_speed[p.node_model[has_model]] > 0
+        ok &= allowed
+        healthy_devs = np.bincount(p.dev_node, weights=p.dev_healthy, minlength=p.n_nodes)
+        ok &= healthy_devs >= max(1, group.whole)
+    ok &= np.all(p.cap >= group.req, axis=1)
+    ok.setflags(write=False)
+    p._cache[key] = ok
+    return ok
+
+
+def reasons(p: Problem, job: JobSpec, group: GroupSpec, node: int) -> list[tuple[str, str]]:
+    """(rule, message) for every eligibility rule that `node` breaks for `group`."""
+    shape = p.node_shapes[node]
+    out = []
+    if not p.node_healthy[node]:
+        out.append(("health", "node is unhealthy"))
+    for k, v in group.spec.node_selector.items():
+        if shape.labels.get(k) != v:
+            out.append(("selector", f"label {k}={v} required, node has {k}={shape.labels.get(k)}"))
+    for t in shape.taints:
+        if t.effect != "PreferNoSchedule" and not tolerates(group.spec.tolerations, t.key, t.value, t.effect):
+            out.append(("taint", f"taint {t.key}:{t.effect} not tolerated"))
+    if job.spot == "forbidden" and p.node_spot[node]:
+        out.append(("spot", "job forbids spot, node is in a spot pool"))
+    return out
+
+
+def check(view: PlanView) -> list[Violation]:
+    """Placements on nodes the replica may not use, and on provisioning slots not provisioned."""
+    p = view.problem
+    out = []
+    pool_slot: dict[str, int] = {}
+    for rep in view.replicas:
+        group = rep.job.groups[rep.group]
+        node_id = p.node_ids[rep.node]
+        for rule, msg in reasons(p, rep.job, group, rep.node):
+            out.append(Violation(rule, msg, job=rep.job.id, group=group.name, replica=rep.replica, node=node_id))
+        if p.node_provisioned[rep.node]:
+            pool = int(p.node_pool[rep.node])
+            slot = pool_slot.setdefault(node_id, int(node_id.rsplit("-", 1)[1]))
+            if slot >= view.provisioned.get(pool, 0):
+                out.append(Violation("provisioning", f"node {node_id} is not provisioned by the plan",
+                                     job=rep.job.id, group=group.name, replica=rep.replica, node=node_id))
+    for pool, count in view.provisioned.items():
+        limit = int(p.pool_max_nodes[pool])
+        if count > limit:
+            out.append(Violation("provisioning", f"pool {p.pool_names[pool]} provisions {count} > max_nodes {limit}",
+                                 values={"count": count, "max_nodes": limit}))
+    return out

@@ -1,0 +1,75 @@
+"""Concern: replica counts, gang admission, elasticity and group ratios (hard rules 3 and 8).
+
+A gang job is admitted with every group between `min` and `max` replicas, or not at all; a
+non-gang job's replicas stand alone (0 to `max`). Replica indices are distinct, below `max`, and
+marked elastic exactly when at or beyond `min`. A ratio keeps a group's count between `min` and
+`max` times the count of its `per` group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from optsched.concerns.base import Violation
+from optsched.problem import JobSpec
+from optsched.view import PlanView
+
+
+def count_problems(job: JobSpec, counts: list[int]) -> list[tuple[str, str]]:
+    """(rule, message) for replica counts per group that break gang or ratio rules."""
+    out = []
+    if sum(counts) == 0:
+        return out
+    for g, n in zip(job.groups, counts, strict=True):
+        if n > g.rmax:
+            out.append(("gang", f"group {g.name}: {n} replicas > max {g.rmax}"))
+        elif job.gang and n < g.rmin:
+            out.append(("gang", f"gang group {g.name}: {n} replicas < min {g.rmin}"))
+    for gi, per, lo, hi in job.ratios:
+        n, base = counts[gi], counts[per]
+        if n < lo * base - 1e-9 or (not math.isinf(hi) and n > hi * base + 1e-9):
+            out.append(("ratio", f"{job.groups[gi].name}={n} not within [{lo:g}, {hi:g}] x "
+                                 f"{job.groups[per].name}={base}"))
+    return out
+
+
+def target_counts(job: JobSpec) -> list[int] | None:
+    """The smallest replica counts that satisfy the gang minimums and every ratio, or None."""
+    counts = [g.rmin if job.gang else max(g.rmin, 1) for g in job.groups]
+    for _ in range(len(job.groups) + 1):
+        changed = False
+        for gi, per, lo, _hi in job.ratios:
+            need = math.ceil(lo * counts[per] - 1e-9)
+            if counts[gi] < need:
+                counts[gi] = need
+                changed = True
+        if not changed:
+            break
+    return counts if not count_problems(job, counts) else None
+
+
+def check(view: PlanView) -> list[Violation]:
+    """Replica indices, elastic marks, gang min/max and ratios of every placed job."""
+    out = []
+    for job_id, reps in view.by_job.items():
+        job = reps[0].job
+        seen: Counter[tuple[int, int]] = Counter((r.group, r.replica) for r in reps)
+        for (g, i), n in seen.items():
+            if n > 1:
+                out.append(Violation("replicas", f"replica {i} placed {n} times", job=job_id,
+                                     group=job.groups[g].name, replica=i))
+        for r in reps:
+            g = job.groups[r.group]
+            if r.replica >= g.rmax:
+                out.append(Violation("replicas", f"replica index {r.replica} >= max {g.rmax}",
+                                     job=job_id, group=g.name, replica=r.replica))
+            if r.elastic != (r.replica >= g.rmin):
+                out.append(Violation("replicas", f"elastic={r.elastic} but min is {g.rmin}",
+                                     job=job_id, group=g.name, replica=r.replica))
+        counts = [0] * len(job.groups)
+        for r in reps:
+            counts[r.group] += 1
+        for rule, msg in count_problems(job, counts):
+            out.append(Violation(rule, msg, job=job_id, values={"counts": counts}))
+    return out

@@ -1,0 +1,107 @@
+"""Concern: tenant quotas with cohort borrowing and lending (hard rule 5; fairness term).
+
+Kueue semantics, per tenant t and flavor f with usage u, nominal N, borrowing limit B and
+lending limit L (L defaults to N):
+
+- a tenant without a cohort: u <= N;
+- in a cohort: borrowed b = max(0, u - N) <= B, and the cohort's borrowing never exceeds what
+  its members lend: sum_t b_t <= sum_t min(L_t, max(0, N_t - u_t)).
+
+Usage counts GPUs of a device model (fractional shares as fractions) against the flavor named
+after the model, and resources (cpu, memory, ...) against flavors named after them.
+The fairness term is the weighted DRF deviation (see `term`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optsched.concerns.base import Violation
+from optsched.ledger import EPS
+from optsched.problem import BArray, FArray, Problem
+from optsched.view import PlanView
+
+
+def problems(p: Problem, used: FArray, touched: BArray | None = None) -> list[tuple[str, str, dict[str, float]]]:
+    """(rule, message, numbers) for every quota rule broken by usage `used` (T x F).
+
+    With `touched` (T x F, true where new usage was added), only those tenant/flavor pairs and
+    the cohorts containing them are reported.
+    """
+    out: list[tuple[str, str, dict[str, float]]] = []
+    if not len(p.flavors):
+        return out
+    tol = EPS * np.maximum(1.0, p.nominal)
+    touched = np.ones_like(used, dtype=bool) if touched is None else touched
+    solo = p.tenant_cohort < 0
+    has_quota_defs = np.zeros(len(p.tenant_names), dtype=bool)
+    has_quota_defs[: len(p.cluster.tenants)] = True
+    over_solo = solo[:, None] & has_quota_defs[:, None] & (used > p.nominal + tol) & touched
+    for t, f in zip(*np.nonzero(over_solo), strict=True):
+        out.append(("quota", f"tenant {p.tenant_names[t]} uses {used[t, f]:g} {p.flavors[f]} > nominal "
+                             f"{p.nominal[t, f]:g} (no cohort to borrow from)",
+                    {"used": float(used[t, f]), "nominal": float(p.nominal[t, f])}))
+    borrowed = np.maximum(0.0, used - p.nominal)
+    over_b = ~solo[:, None] & (borrowed > p.borrow_limit + tol) & touched
+    for t, f in zip(*np.nonzero(over_b), strict=True):
+        out.append(("quota", f"tenant {p.tenant_names[t]} borrows {borrowed[t, f]:g} {p.flavors[f]} > "
+                             f"borrowing_limit {p.borrow_limit[t, f]:g}",
+                    {"borrowed": float(borrowed[t, f]), "borrowing_limit": float(p.borrow_limit[t, f])}))
+    lendable = np.minimum(p.lend_limit, np.maximum(0.0, p.nominal - used))
+    for c in np.unique(p.tenant_cohort[~solo]):
+        members = p.tenant_cohort == c
+        b = borrowed[members].sum(axis=0)
+        lent = lendable[members].sum(axis=0)
+        hit = (b > lent + EPS * np.maximum(1.0, lent)) & touched[members].any(axis=0)
+        for f in np.flatnonzero(hit):
+            out.append(("quota", f"cohort of {[p.tenant_names[t] for t in np.flatnonzero(members)]} borrows "
+                                 f"{b[f]:g} {p.flavors[f]} but lends only {lent[f]:g}",
+                        {"borrowed": float(b[f]), "lendable": float(lent[f])}))
+    return out
+
+
+def check(view: PlanView) -> list[Violation]:
+    """Quota rules after the plan, reported where the plan added usage."""
+    touched = view.new_usage.quota_used > EPS
+    return [Violation(rule, msg, values=vals)
+            for rule, msg, vals in problems(view.problem, view.ledger.quota_used, touched)]
+
+
+def tenant_usage(view: PlanView) -> tuple[FArray, FArray]:
+    """(resources T x R, GPUs per model T x M) held by each tenant after the plan."""
+    p = view.problem
+    res = np.zeros((len(p.tenant_names), len(p.resources)))
+    gpus = np.zeros((len(p.tenant_names), len(p.models)))
+    held = [(j, [(pl.group, pl.node) for pl in j.placements]) for j in view.kept]
+    held += [(j, [(r.group, r.node) for r in view.by_job[j.id]]) for j in view.placed_jobs()]
+    for job, pls in held:
+        for g, n in pls:
+            group = job.groups[g]
+            res[job.tenant] += group.req
+            if group.gpu > 0:
+                gpus[job.tenant, p.node_model[n]] += group.gpu
+    return res, gpus
+
+
+def term(view: PlanView) -> dict[str, float]:
+    """`fairness`: sum over tenants of |dominant share - weighted fair share of the total|.
+
+    The dominant share of a tenant is its largest share of any resource or device model in the
+    cluster (DRF, Ghodsi et al. NSDI'11); its fair share is its weight's fraction of the summed
+    dominant shares. 0 means usage is split exactly by weight; the unit is a fraction of the
+    cluster.
+    """
+    p = view.problem
+    if len(p.tenant_names) < 2:
+        return {"fairness": 0.0}
+    res, gpus = tenant_usage(view)
+    real = ~p.node_provisioned
+    cap_r = p.cap[real].sum(axis=0)
+    cap_m = np.bincount(p.node_model[real & (p.node_model >= 0)],
+                        weights=p.node_dev_count[real & (p.node_model >= 0)], minlength=len(p.models))
+    parts = [res / np.where(cap_r > 0, cap_r, np.inf)]
+    if len(p.models):
+        parts.append(gpus / np.where(cap_m > 0, cap_m, np.inf))
+    ds = np.concatenate(parts, axis=1).max(axis=1)
+    fair = p.tenant_weight / p.tenant_weight.sum() * ds.sum()
+    return {"fairness": float(np.abs(ds - fair).sum())}

@@ -1,0 +1,136 @@
+"""Mutable usage state of a round: what kept and placed replicas hold.
+
+The validator replays a plan into a `Ledger` and compares it with capacities; the greedy
+baselines place replicas into one and ask it what still fits. Both go through the same
+methods, so a rule is computed one way only. Per-node device summaries (free whole devices,
+largest free interconnect group, largest free share) are kept up to date incrementally so
+that filtering all nodes for a replica is a handful of vectorised comparisons.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
+
+EPS = 1e-9
+
+
+def flavor_use(p: Problem, group: GroupSpec, node: int) -> FArray:
+    """Quota usage (per flavor) of one replica of `group` on `node`."""
+    use = np.zeros(len(p.flavors))
+    if not len(use):
+        return use
+    if group.gpu > 0:
+        use[p.flavor_is_model == p.node_model[node]] = group.gpu
+    res = p.flavor_resource
+    is_res = res >= 0
+    use[is_res] = group.req[res[is_res]]
+    return use
+
+
+def crossed_domains(p: Problem, nodes: IArray) -> IArray:
+    """Global ids of the domains whose uplink a job on `nodes` crosses (levels below the top)."""
+    if len(nodes) < 2 or p.n_levels < 2:
+        return np.zeros(0, dtype=np.int64)
+    out = []
+    total = len(nodes)
+    for level in range(1, p.n_levels):
+        doms, counts = np.unique(p.node_dom[nodes, level], return_counts=True)
+        if len(doms) > 1:
+            out.append(doms[counts < total])
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+class Ledger:
+    """Resource, device, fabric and quota usage accumulated over replicas."""
+
+    def __init__(self, problem: Problem) -> None:
+        p = problem
+        self.problem = p
+        self.used: FArray = np.zeros_like(p.cap)
+        self.dev_used: FArray = np.zeros(len(p.dev_node))
+        self.uplink_load: FArray = np.zeros(len(p.domain_ids))
+        self.quota_used: FArray = np.zeros((len(p.tenant_names), len(p.flavors)))
+        self.free_whole: IArray = np.zeros(p.n_nodes, dtype=np.int64)
+        self.max_group_free: IArray = np.zeros(p.n_nodes, dtype=np.int64)
+        self.max_share_free: FArray = np.zeros(p.n_nodes)
+        self._refresh_all_devices()
+
+    # ------------------------------------------------------------------ devices
+    def _refresh_all_devices(self) -> None:
+        p = self.problem
+        free = p.dev_healthy & (self.dev_used <= EPS)
+        self.free_whole = np.bincount(p.dev_node, weights=free, minlength=p.n_nodes).astype(np.int64)
+        per_group = np.bincount(p.dev_group, weights=free, minlength=len(p.group_node))
+        self.max_group_free = np.zeros(p.n_nodes, dtype=np.int64)
+        if len(per_group):
+            np.maximum.at(self.max_group_free, p.group_node, per_group.astype(np.int64))
+        share = np.where(p.dev_healthy, 1.0 - self.dev_used, 0.0)
+        self.max_share_free = np.zeros(p.n_nodes)
+        if len(share):
+            np.maximum.at(self.max_share_free, p.dev_node, share)
+
+    def _refresh_node(self, n: int) -> None:
+        p = self.problem
+        a, k = int(p.node_dev_start[n]), int(p.node_dev_count[n])
+        if k == 0:
+            return
+        healthy = p.dev_healthy[a:a + k]
+        used = self.dev_used[a:a + k]
+        free = healthy & (used <= EPS)
+        self.free_whole[n] = int(free.sum())
+        groups = p.dev_group[a:a + k]
+        self.max_group_free[n] = int(np.bincount(groups - groups.min(), weights=free).max())
+        self.max_share_free[n] = float(np.where(healthy, 1.0 - used, 0.0).max())
+
+    def node_devices(self, n: int) -> tuple[int, int]:
+        """Flat index range [start, stop) of node `n`'s devices."""
+        a = int(self.problem.node_dev_start[n])
+        return a, a + int(self.problem.node_dev_count[n])
+
+    # ------------------------------------------------------------------ replicas
+    def add(self, job: JobSpec, group: GroupSpec, node: int, devices: tuple[int, ...], share: float,
+            sign: float = 1.0) -> None:
+        """Account one replica (sign=-1 removes it)."""
+        self.used[node] += sign * group.req
+        if devices:
+            idx = np.fromiter(devices, dtype=np.int64)
+            np.add.at(self.dev_used, idx, sign * share)
+            self._refresh_node(node)
+        if len(self.problem.flavors):
+            self.quota_used[job.tenant] += sign * flavor_use(self.problem, group, node)
+
+    def add_uplink(self, domains: IArray, gbps: float, sign: float = 1.0) -> None:
+        """Account a job's collective traffic on the uplinks of `domains`."""
+        if gbps and len(domains):
+            np.add.at(self.uplink_load, domains, sign * gbps)
+
+    def add_running(self, job: JobSpec, sign: float = 1.0) -> None:
+        """Account (or release) a running job where it sits, uplinks included."""
+        for pl in job.placements:
+            self.add(job, job.groups[pl.group], pl.node, pl.devices, pl.share, sign)
+        nodes = np.array([pl.node for pl in job.placements], dtype=np.int64)
+        self.add_uplink(crossed_domains(self.problem, nodes), job.bandwidth, sign)
+
+    # ------------------------------------------------------------------ queries
+    def free(self) -> FArray:
+        """Free resources per node and resource (capacity minus usage)."""
+        return self.problem.cap - self.used
+
+    def fits_mask(self, group: GroupSpec, candidates: BArray | None = None) -> BArray:
+        """Nodes where one more replica of `group` fits by resources and devices."""
+        p = self.problem
+        ok = np.all(self.used + group.req <= p.cap + EPS, axis=1)
+        if group.whole:
+            if group.affinity == "required":
+                # one group, or whole groups when the request exceeds the largest group
+                big = group.whole > p.node_max_group
+                ok &= np.where(big, self.free_whole >= group.whole, self.max_group_free >= group.whole)
+            else:
+                ok &= self.free_whole >= group.whole
+        elif group.share:
+            ok &= self.max_share_free >= group.share - EPS
+        if candidates is not None:
+            ok &= candidates
+        return ok

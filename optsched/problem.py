@@ -1,0 +1,499 @@
+"""Compile a validated Cluster (+ Queue) once into immutable numpy arrays.
+
+Solvers, the validator and the metrics all read the same `Problem`: struct-of-arrays with integer
+ids, so that hot paths are vectorised over nodes and devices instead of walking pydantic objects.
+Arrays are made read-only; the compiled problem is never mutated (mutable search state lives in
+`optsched.ledger.Ledger`).
+
+Indexing
+--------
+- nodes ``n`` in ``0..N-1``: the real nodes in document order, then one virtual node per slot of
+  every provisionable pool (``<pool>/new-<i>``, ``node_provisioned[n]`` true).
+- resources ``r``: ``cpu`` (millicores), ``memory`` (MiB), ``rdma_nics``, then other names sorted.
+- devices ``g`` (flat over nodes): ``dev_node[g]``, ``dev_local[g]`` (index on its node),
+  ``dev_group[g]`` (interconnect group id), ``dev_model[g]``, ``dev_healthy[g]``.
+- levels ``l`` in ``0..L-1`` top to bottom, plus ``L`` = the per-node pseudo-level.
+  ``node_dom[n, l]`` is the global domain id of node ``n`` at level ``l < L``.
+- tenants ``t``; quota flavors ``f`` (device model names or resource names).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from optsched.model.cluster import NODE_LEVEL, Cluster, Node, NodeShape
+from optsched.model.queue import Job, Queue, TaskGroup, Toleration
+from optsched.model.references import validate_cluster, validate_queue
+
+FArray = npt.NDArray[np.float64]
+IArray = npt.NDArray[np.int64]
+BArray = npt.NDArray[np.bool_]
+
+BASE_RESOURCES = ("cpu", "memory", "rdma_nics")
+PRICING_CODES = {"reserved": 0, "on_demand": 1, "spot": 2}
+CPU_PER_GPU_EQUIVALENT = 32_000.0
+"""Millicores counted as one GPU-equivalent when valuing CPU-only replicas (32 cores)."""
+ELASTIC_WEIGHT = 0.5
+"""Value of an elastic replica (beyond `min`) relative to a minimum replica."""
+
+
+def priority_weight(priority: int) -> float:
+    """Weight of a job's priority in admitted value: 1 at priority 0, doubling every 100 levels."""
+    return float(2.0 ** (priority / 100.0))
+
+
+def _ro(a: np.ndarray) -> Any:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """A compiled task group (one role of a job)."""
+
+    job: int
+    index: int
+    name: str
+    rmin: int
+    rmax: int
+    req: FArray
+    """Per-replica request per resource (R,); GPUs are in `whole`/`share`."""
+    gpu: float
+    whole: int
+    share: float
+    model_speed: FArray
+    """Speed per device model (M,); 0 = not allowed. CPU-only groups: all 1."""
+    affinity: str
+    spec: TaskGroup
+
+    @property
+    def uses_devices(self) -> bool:
+        """True when each replica takes whole devices or a share of one."""
+        return self.gpu > 0
+
+
+@dataclass(frozen=True)
+class RunningPlacement:
+    """A replica of a running job: node index, flat device indices, share per device."""
+
+    group: int
+    replica: int
+    node: int
+    devices: tuple[int, ...]
+    share: float
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A compiled job (queued or running)."""
+
+    index: int
+    id: str
+    tenant: int
+    priority: int
+    submitted_at: float
+    gang: bool
+    topo_level: int | None
+    topo_required: bool
+    bandwidth: float
+    spot: str
+    preemptible: bool
+    groups: tuple[GroupSpec, ...]
+    ratios: tuple[tuple[int, int, float, float], ...]
+    """(group, per, min, max) with max = inf when unbounded."""
+    colocate: tuple[tuple[tuple[int, ...], int], ...]
+    """(group indices, level) pairs."""
+    running: bool
+    spec: Job
+    placements: tuple[RunningPlacement, ...] = ()
+    checkpoint_age_s: float = 0.0
+    restart_s: float = 0.0
+    migratable: bool = False
+    started_at: float = 0.0
+
+    @property
+    def group_index(self) -> dict[str, int]:
+        """Group name -> index."""
+        return {g.name: g.index for g in self.groups}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The compiled round. Build with `compile_problem`."""
+
+    cluster: Cluster
+    queue: Queue
+    # resources and nodes
+    resources: tuple[str, ...]
+    node_ids: tuple[str, ...]
+    node_index: dict[str, int]
+    n_real: int
+    cap: FArray
+    node_healthy: BArray
+    node_provisioned: BArray
+    node_pool: IArray
+    node_spot: BArray
+    node_price: FArray
+    node_model: IArray
+    node_dev_start: IArray
+    node_dev_count: IArray
+    node_max_group: IArray
+    # devices
+    models: tuple[str, ...]
+    model_speed: FArray
+    dev_node: IArray
+    dev_local: IArray
+    dev_group: IArray
+    dev_model: IArray
+    dev_healthy: BArray
+    group_node: IArray
+    group_size: IArray
+    # topology
+    levels: tuple[str, ...]
+    domain_ids: tuple[str, ...]
+    domain_index: dict[str, int]
+    dom_level: IArray
+    dom_parent: IArray
+    uplink: FArray
+    node_dom: IArray
+    # pools
+    pool_names: tuple[str, ...]
+    pool_pricing: IArray
+    pool_price: FArray
+    pool_rate: FArray
+    pool_max_nodes: IArray
+    # tenants and quota
+    tenant_names: tuple[str, ...]
+    tenant_index: dict[str, int]
+    tenant_cohort: IArray
+    tenant_weight: FArray
+    flavors: tuple[str, ...]
+    flavor_is_model: IArray
+    """Per flavor: model index for device flavors, -1 for resource flavors."""
+    flavor_resource: IArray
+    """Per flavor: resource index for resource flavors, -1 for device flavors."""
+    nominal: FArray
+    borrow_limit: FArray
+    lend_limit: FArray
+    # jobs
+    jobs: tuple[JobSpec, ...]
+    running: tuple[JobSpec, ...]
+    job_index: dict[str, int]
+    running_index: dict[str, int]
+    node_shapes: tuple[NodeShape, ...] = ()
+    """Per node: the document object it was built from (a Node, or a template for slots)."""
+    _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def n_nodes(self) -> int:
+        """Nodes including virtual provisioning slots."""
+        return len(self.node_ids)
+
+    @property
+    def n_levels(self) -> int:
+        """Topology levels, not counting the per-node pseudo-level."""
+        return len(self.levels)
+
+    def level_index(self, name: str) -> int:
+        """Index of a level name; the per-node pseudo-level is `n_levels`."""
+        return self.n_levels if name == NODE_LEVEL else self.levels.index(name)
+
+    def node_domain_at(self, level: int) -> IArray:
+        """Domain id of every node at `level` (node index itself for the node pseudo-level)."""
+        if level >= self.n_levels:
+            return np.arange(self.n_nodes, dtype=np.int64)
+        return self.node_dom[:, level]
+
+    def domains_at(self, level: int) -> IArray:
+        """Global ids of the domains of a level (node indices for the node pseudo-level)."""
+        if level >= self.n_levels:
+            return np.arange(self.n_nodes, dtype=np.int64)
+        return np.flatnonzero(self.dom_level == level)
+
+    def gpus_of(self, placements: tuple[RunningPlacement, ...] | list[RunningPlacement]) -> float:
+        """GPUs held by a list of placements (shares counted as fractions)."""
+        return math.fsum(len(p.devices) * p.share for p in placements)
+
+
+def _node_shape_arrays(shape: NodeShape, resources: dict[str, int]) -> FArray:
+    row = np.zeros(len(resources))
+    for k, v in shape.capacity.items():
+        row[resources[k]] = v
+    return row
+
+
+def _resource_names(cluster: Cluster, queue: Queue) -> tuple[str, ...]:
+    extra: set[str] = set()
+    for shape in [*cluster.nodes, *cluster.node_templates.values()]:
+        extra |= set(shape.capacity)
+    for job in [*queue.jobs, *(r.job for r in cluster.running)]:
+        for g in job.groups:
+            extra |= set(g.request.resources)
+    extra -= set(BASE_RESOURCES)
+    return (*BASE_RESOURCES, *sorted(extra))
+
+
+def _request_vector(g: TaskGroup, resources: dict[str, int]) -> FArray:
+    v = np.zeros(len(resources))
+    v[0], v[1], v[2] = g.request.cpu, g.request.memory, g.request.rdma_nics
+    for k, x in g.request.resources.items():
+        v[resources[k]] = x
+    return v
+
+
+def _compile_job(job: Job, index: int, p_models: dict[str, int], model_speed: FArray,
+                 resources: dict[str, int], tenant_index: dict[str, int],
+                 level_of: dict[str, int], running: bool) -> JobSpec:
+    groups = []
+    for gi, g in enumerate(job.groups):
+        if g.request.gpu > 0:
+            speed = np.zeros(len(p_models))
+            if g.models is None:
+                speed[:] = model_speed
+            else:
+                for m, s in g.models.items():
+                    speed[p_models[m]] = s
+        else:
+            speed = np.ones(len(p_models))
+        groups.append(GroupSpec(
+            job=index, index=gi, name=g.name, rmin=g.replicas.min, rmax=g.replicas.max,
+            req=_ro(_request_vector(g, resources)), gpu=g.request.gpu,
+            whole=g.request.whole_gpus, share=g.request.gpu if g.request.is_fractional else 0.0,
+            model_speed=_ro(speed), affinity=g.device_affinity, spec=g))
+    gidx = {g.name: g.index for g in groups}
+    ratios = tuple((gidx[r.group], gidx[r.per], r.min, math.inf if r.max is None else r.max)
+                   for r in job.ratios)
+    coloc = tuple((tuple(gidx[x] for x in c.groups), level_of[c.level]) for c in job.colocate)
+    return JobSpec(
+        index=index, id=job.id, tenant=tenant_index[job.tenant], priority=job.priority,
+        submitted_at=job.submitted_at, gang=job.is_gang,
+        topo_level=None if job.topology is None else level_of[job.topology.level],
+        topo_required=job.topology is not None and job.topology.mode == "required",
+        bandwidth=job.bandwidth_gbps, spot=job.spot, preemptible=job.preemptible,
+        groups=tuple(groups), ratios=ratios, colocate=coloc, running=running, spec=job)
+
+
+def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: bool = True) -> Problem:
+    """Compile a cluster and queue into a `Problem`.
+
+    With `validate` (default) the cross-references are checked first and an `InputError` lists
+    every problem; pass ``validate=False`` only for documents that came through `load_*`.
+    """
+    queue = queue if queue is not None else Queue()
+    if validate:
+        validate_cluster(cluster)
+        validate_queue(queue, cluster)
+    resources = _resource_names(cluster, queue)
+    r_index = {r: i for i, r in enumerate(resources)}
+
+    # device models
+    model_names = list(cluster.device_models)
+    for shape in [*cluster.nodes, *cluster.node_templates.values()]:
+        if shape.devices and shape.devices.model not in model_names:
+            model_names.append(shape.devices.model)
+    m_index = {m: i for i, m in enumerate(model_names)}
+    m_speed = np.array([cluster.device_models[m].speed if m in cluster.device_models else 1.0
+                        for m in model_names])
+
+    # pools
+    pool_names = tuple(p.name for p in cluster.pools)
+    p_index = {p: i for i, p in enumerate(pool_names)}
+    pool_pricing = np.array([PRICING_CODES[p.pricing] for p in cluster.pools], dtype=np.int64)
+    pool_price = np.array([p.price_per_hour for p in cluster.pools], dtype=float)
+    pool_rate = np.array([p.interruption_rate_per_hour for p in cluster.pools], dtype=float)
+    pool_max = np.array([p.provisionable.max_nodes if p.provisionable else 0 for p in cluster.pools],
+                        dtype=np.int64)
+
+    # nodes: real, then provisioning slots
+    shapes: list[tuple[str, str, str | None, NodeShape, bool, bool]] = [
+        (n.id, n.domain, n.pool, n, n.healthy, False) for n in cluster.nodes]
+    for p in cluster.pools:
+        if p.provisionable:
+            tmpl = cluster.node_templates[p.provisionable.template]
+            shapes.extend((f"{p.name}/new-{i}", p.provisionable.domain, p.name, tmpl, True, True)
+                          for i in range(p.provisionable.max_nodes))
+    n_nodes = len(shapes)
+    node_ids = tuple(s[0] for s in shapes)
+    node_index = {nid: i for i, nid in enumerate(node_ids)}
+
+    # topology
+    levels = tuple(cluster.topology.levels)
+    level_of = {name: i for i, name in enumerate(levels)}
+    level_of[NODE_LEVEL] = len(levels)
+    dom_ids = tuple(d.id for d in cluster.topology.domains)
+    d_index = {d: i for i, d in enumerate(dom_ids)}
+    dom_level = np.array([level_of[d.level] for d in cluster.topology.domains], dtype=np.int64)
+    dom_parent = np.array([d_index[d.parent] if d.parent else -1 for d in cluster.topology.domains],
+                          dtype=np.int64)
+    uplink = np.array([math.inf if d.uplink_gbps is None else d.uplink_gbps
+                       for d in cluster.topology.domains])
+    n_levels = len(levels)
+    # path from each leaf domain to the top
+    leaf_path: dict[int, list[int]] = {}
+    for d in np.flatnonzero(dom_level == n_levels - 1):
+        path = [int(d)]
+        while dom_parent[path[-1]] >= 0:
+            path.append(int(dom_parent[path[-1]]))
+        leaf_path[int(d)] = path[::-1]
+    leaf_of_node = np.array([d_index[s[1]] for s in shapes], dtype=np.int64)
+    node_dom = np.empty((n_nodes, n_levels), dtype=np.int64)
+    for leaf, path in leaf_path.items():
+        node_dom[leaf_of_node == leaf] = path
+
+    cap = np.zeros((n_nodes, len(resources)))
+    node_model = np.full(n_nodes, -1, dtype=np.int64)
+    node_dev_count = np.zeros(n_nodes, dtype=np.int64)
+    node_max_group = np.zeros(n_nodes, dtype=np.int64)
+    dev_group_l: list[IArray] = []
+    dev_healthy_l: list[BArray] = []
+    group_node_l: list[int] = []
+    group_size_l: list[int] = []
+    shape_cache: dict[int, tuple[FArray, int, int, list[list[int]], set[int]]] = {}
+    for i, (_, _, _, shape, _, _) in enumerate(shapes):
+        key = id(shape) if not isinstance(shape, Node) else None
+        cached = shape_cache.get(key) if key is not None else None
+        if cached is None:
+            row = _node_shape_arrays(shape, r_index)
+            dev = shape.devices
+            count = dev.count if dev else 0
+            model = m_index[dev.model] if dev else -1
+            inter = shape.interconnect if shape.interconnect is not None else [list(range(count))]
+            covered = {x for grp in inter for x in grp}
+            inter = [list(g) for g in inter if g] + [[x] for x in range(count) if x not in covered]
+            bad = set(dev.unhealthy) if dev else set()
+            cached = (row, count, model, inter, bad)
+            if key is not None:
+                shape_cache[key] = cached
+        row, count, model, inter, bad = cached
+        cap[i] = row
+        node_model[i] = model
+        node_dev_count[i] = count
+        if count:
+            local_group = np.empty(count, dtype=np.int64)
+            for grp in inter:
+                local_group[grp] = len(group_node_l)
+                group_node_l.append(i)
+                group_size_l.append(len(grp))
+            node_max_group[i] = max(len(g) for g in inter)
+            dev_group_l.append(local_group)
+            h = np.ones(count, dtype=bool)
+            if bad:
+                h[list(bad)] = False
+            dev_healthy_l.append(h)
+    node_dev_start = np.concatenate([[0], np.cumsum(node_dev_count)[:-1]]).astype(np.int64)
+    dev_node = np.repeat(np.arange(n_nodes, dtype=np.int64), node_dev_count)
+    dev_local = (np.arange(len(dev_node), dtype=np.int64) - node_dev_start[dev_node]).astype(np.int64)
+    dev_group = np.concatenate(dev_group_l) if dev_group_l else np.zeros(0, dtype=np.int64)
+    dev_healthy = np.concatenate(dev_healthy_l) if dev_healthy_l else np.zeros(0, dtype=bool)
+    dev_model = node_model[dev_node]
+
+    node_pool = np.array([p_index[s[2]] if s[2] is not None else -1 for s in shapes], dtype=np.int64)
+    node_spot = np.zeros(n_nodes, dtype=bool)
+    node_price = np.zeros(n_nodes)
+    has_pool = node_pool >= 0
+    if len(pool_names):
+        node_spot[has_pool] = pool_pricing[node_pool[has_pool]] == PRICING_CODES["spot"]
+        node_price[has_pool] = pool_price[node_pool[has_pool]]
+    node_healthy = np.array([s[4] for s in shapes], dtype=bool)
+    node_prov = np.array([s[5] for s in shapes], dtype=bool)
+
+    # tenants and flavors
+    tenant_names = [t.name for t in cluster.tenants]
+    for job in [*queue.jobs, *(r.job for r in cluster.running)]:
+        if job.tenant not in tenant_names:
+            tenant_names.append(job.tenant)  # only when the cluster defines no tenants
+    t_index = {t: i for i, t in enumerate(tenant_names)}
+    t_by_name = {t.name: t for t in cluster.tenants}
+    cohorts: dict[str, int] = {}
+    tenant_cohort = np.full(len(tenant_names), -1, dtype=np.int64)
+    tenant_weight = np.ones(len(tenant_names))
+    for i, name in enumerate(tenant_names):
+        t = t_by_name.get(name)
+        if t is not None:
+            tenant_weight[i] = t.weight
+            if t.cohort is not None:
+                tenant_cohort[i] = cohorts.setdefault(t.cohort, len(cohorts))
+    flavors: list[str] = []
+    for t in cluster.tenants:
+        flavors.extend(f for f in t.quotas if f not in flavors)
+    n_t, n_f = len(tenant_names), len(flavors)
+    nominal = np.zeros((n_t, n_f))
+    borrow = np.full((n_t, n_f), math.inf)
+    lend = np.zeros((n_t, n_f))
+    for i, name in enumerate(tenant_names):
+        t = t_by_name.get(name)
+        for f, fl in enumerate(flavors):
+            q = t.quotas.get(fl) if t is not None else None
+            if q is None:
+                continue
+            nominal[i, f] = q.nominal
+            if q.borrowing_limit is not None:
+                borrow[i, f] = q.borrowing_limit
+            lend[i, f] = q.nominal if q.lending_limit is None else min(q.lending_limit, q.nominal)
+    no_cohort = tenant_cohort < 0
+    borrow[no_cohort] = 0.0
+    lend[no_cohort] = 0.0
+    flavor_is_model = np.array([m_index.get(f, -1) for f in flavors], dtype=np.int64)
+    flavor_resource = np.array([r_index[f] if m_index.get(f, -1) < 0 and f in r_index else -1
+                                for f in flavors], dtype=np.int64)
+
+    jobs = tuple(_compile_job(j, i, m_index, m_speed, r_index, t_index, level_of, False)
+                 for i, j in enumerate(queue.jobs))
+    running: list[JobSpec] = []
+    dev_start_real = node_dev_start
+    for i, r in enumerate(cluster.running):
+        spec = _compile_job(r.job, i, m_index, m_speed, r_index, t_index, level_of, True)
+        gidx = spec.group_index
+        places = []
+        for p in r.placements:
+            n = node_index[p.node]
+            g = spec.groups[gidx[p.group]]
+            share = p.share if p.share is not None else (g.share if g.share > 0 else 1.0)
+            places.append(RunningPlacement(gidx[p.group], p.replica, n,
+                                           tuple(int(dev_start_real[n] + d) for d in p.devices), share))
+        running.append(JobSpec(**{**spec.__dict__, "placements": tuple(places),
+                                  "checkpoint_age_s": r.checkpoint_age_s, "restart_s": r.restart_s,
+                                  "migratable": r.migratable, "started_at": r.started_at}))
+
+    return Problem(
+        cluster=cluster, queue=queue, resources=resources, node_ids=node_ids, node_index=node_index,
+        n_real=len(cluster.nodes), cap=_ro(cap), node_healthy=_ro(node_healthy),
+        node_provisioned=_ro(node_prov), node_pool=_ro(node_pool), node_spot=_ro(node_spot),
+        node_price=_ro(node_price), node_model=_ro(node_model),
+        node_dev_start=_ro(node_dev_start), node_dev_count=_ro(node_dev_count),
+        node_max_group=_ro(node_max_group), models=tuple(model_names), model_speed=_ro(m_speed),
+        dev_node=_ro(dev_node), dev_local=_ro(dev_local), dev_group=_ro(dev_group),
+        dev_model=_ro(dev_model), dev_healthy=_ro(dev_healthy),
+        group_node=_ro(np.array(group_node_l, dtype=np.int64)),
+        group_size=_ro(np.array(group_size_l, dtype=np.int64)),
+        levels=levels, domain_ids=dom_ids, domain_index=d_index, dom_level=_ro(dom_level),
+        dom_parent=_ro(dom_parent), uplink=_ro(uplink), node_dom=_ro(node_dom),
+        pool_names=pool_names, pool_pricing=_ro(pool_pricing), pool_price=_ro(pool_price),
+        pool_rate=_ro(pool_rate), pool_max_nodes=_ro(pool_max),
+        tenant_names=tuple(tenant_names), tenant_index=t_index, tenant_cohort=_ro(tenant_cohort),
+        tenant_weight=_ro(tenant_weight), flavors=tuple(flavors),
+        flavor_is_model=_ro(flavor_is_model), flavor_resource=_ro(flavor_resource),
+        nominal=_ro(nominal), borrow_limit=_ro(borrow), lend_limit=_ro(lend),
+        jobs=jobs, running=tuple(running), job_index={j.id: j.index for j in jobs},
+        running_index={j.id: j.index for j in running},
+        node_shapes=tuple(s[3] for s in shapes),
+    )
+
+
+def tolerates(tolerations: list[Toleration], key: str, value: str | None, effect: str) -> bool:
+    """Kubernetes toleration matching for one taint."""
+    for t in tolerations:
+        if t.effect is not None and t.effect != effect:
+            continue
+        if t.key is None:
+            return True
+        if t.key != key:
+            continue
+        if t.operator == "Exists" or t.value == value:
+            return True
+    return False

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Problem:
+class InputIssue:
     """One thing wrong with an input document.
 
     Attributes
@@ -35,7 +35,7 @@ class Problem:
 class InputError(ValueError):
     """Raised when a cluster, queue or plan document is invalid; lists every problem found."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[InputIssue]) -> None:
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{len(self.problems)} input problem(s):\n{lines}")

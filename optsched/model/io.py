@@ -13,12 +13,13 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from optsched.errors import InputError, Problem
+from optsched.errors import InputError, InputIssue
 from optsched.model.cluster import Cluster
 from optsched.model.plan import Plan
 from optsched.model.queue import Queue
 from optsched.model.references import validate_cluster, validate_queue
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~4x faster
 M = TypeVar("M", bound=BaseModel)
 Source = str | Path | dict[str, Any]
 
@@ -30,9 +31,9 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out or "<document>"
 
 
-def problems_from_validation(err: ValidationError) -> list[Problem]:
+def problems_from_validation(err: ValidationError) -> list[InputIssue]:
     """Translate pydantic's errors into field-path problems."""
-    return [Problem(_loc(tuple(e["loc"])), e["type"], e["msg"]) for e in err.errors()]
+    return [InputIssue(_loc(tuple(e["loc"])), e["type"], e["msg"]) for e in err.errors()]
 
 
 def read_document(source: Source) -> dict[str, Any]:
@@ -40,21 +41,28 @@ def read_document(source: Source) -> dict[str, Any]:
     if isinstance(source, dict):
         return source
     text: str
+    is_json = False
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and len(source) < 4096
                                     and not source.lstrip().startswith(("{", "["))):
         path = Path(source)
         try:
             text = path.read_text()
+            is_json = path.suffix == ".json"
         except OSError as exc:
-            raise InputError([Problem(str(path), "unreadable", str(exc))]) from None
+            raise InputError([InputIssue(str(path), "unreadable", str(exc))]) from None
     else:
         text = str(source)
     try:
-        data = yaml.safe_load(text)  # YAML is a superset of JSON
+        if is_json or text.lstrip().startswith("{"):
+            data = json.loads(text)
+        else:
+            data = yaml.load(text, Loader=_Loader)
+    except json.JSONDecodeError as exc:
+        raise InputError([InputIssue("<document>", "syntax", str(exc))]) from None
     except yaml.YAMLError as exc:
-        raise InputError([Problem("<document>", "syntax", str(exc).replace("\n", " "))]) from None
+        raise InputError([InputIssue("<document>", "syntax", str(exc).replace("\n", " "))]) from None
     if not isinstance(data, dict):
-        raise InputError([Problem("<document>", "type", f"expected a mapping, got {type(data).__name__}")])
+        raise InputError([InputIssue("<document>", "type", f"expected a mapping, got {type(data).__name__}")])
     return data
 
 
@@ -85,11 +93,12 @@ def load_plan(source: Source) -> Plan:
     return _parse(Plan, source)
 
 
-def dump(doc: BaseModel, path: str | Path | None = None, *, fmt: str | None = None) -> str:
+def dump(doc: BaseModel, path: str | Path | None = None, *, fmt: str | None = None,
+         exclude_defaults: bool = False) -> str:
     """Serialise a document to JSON (default) or YAML (`fmt="yaml"` or a .yaml/.yml path)."""
     if fmt is None:
         fmt = "yaml" if path is not None and str(path).endswith((".yaml", ".yml")) else "json"
-    data = doc.model_dump(mode="json", exclude_defaults=False)
+    data = doc.model_dump(mode="json", exclude_defaults=exclude_defaults)
     text = yaml.safe_dump(data, sort_keys=False) if fmt == "yaml" else json.dumps(data, indent=1)
     if path is not None:
         Path(path).write_text(text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from optsched.errors import InputError, Problem
+from optsched.errors import InputError, InputIssue
 from optsched.model.cluster import NODE_LEVEL, Cluster, NodeShape
 from optsched.model.queue import Job, Queue, TaskGroup
 
@@ -21,64 +21,64 @@ def _duplicates(ids: Iterable[str]) -> set[str]:
     return {k for k, n in Counter(ids).items() if n > 1}
 
 
-def _check_shape(shape: NodeShape, path: str, cluster: Cluster, out: list[Problem]) -> None:
+def _check_shape(shape: NodeShape, path: str, cluster: Cluster, out: list[InputIssue]) -> None:
     dev = shape.devices
     n_dev = dev.count if dev else 0
     if dev is not None:
         if cluster.device_models and dev.model not in cluster.device_models:
-            out.append(Problem(f"{path}.devices.model", "unknown_reference",
+            out.append(InputIssue(f"{path}.devices.model", "unknown_reference",
                                f"device model {dev.model!r} is not in device_models"))
         for k, idx in enumerate(dev.unhealthy):
             if idx >= n_dev:
-                out.append(Problem(f"{path}.devices.unhealthy[{k}]", "out_of_range",
+                out.append(InputIssue(f"{path}.devices.unhealthy[{k}]", "out_of_range",
                                    f"device index {idx} >= count {n_dev}"))
     if shape.interconnect is not None:
         seen: set[int] = set()
         for gi, group in enumerate(shape.interconnect):
             for idx in group:
                 if idx >= n_dev:
-                    out.append(Problem(f"{path}.interconnect[{gi}]", "out_of_range",
+                    out.append(InputIssue(f"{path}.interconnect[{gi}]", "out_of_range",
                                        f"device index {idx} >= device count {n_dev}"))
                 if idx in seen:
-                    out.append(Problem(f"{path}.interconnect[{gi}]", "overlapping_groups",
+                    out.append(InputIssue(f"{path}.interconnect[{gi}]", "overlapping_groups",
                                        f"device index {idx} is in more than one group"))
                 seen.add(idx)
 
 
-def cluster_problems(cluster: Cluster) -> list[Problem]:
+def cluster_problems(cluster: Cluster) -> list[InputIssue]:
     """Every cross-reference problem in a cluster document."""
-    out: list[Problem] = []
+    out: list[InputIssue] = []
     levels = cluster.topology.levels
     if NODE_LEVEL in levels:
-        out.append(Problem("topology.levels", "reserved_name",
+        out.append(InputIssue("topology.levels", "reserved_name",
                            f"{NODE_LEVEL!r} is the built-in per-node level"))
     for dup in _duplicates(levels):
-        out.append(Problem("topology.levels", "duplicate_id", f"level {dup!r} listed twice"))
+        out.append(InputIssue("topology.levels", "duplicate_id", f"level {dup!r} listed twice"))
     doms = {d.id: d for d in cluster.topology.domains}
     for dup in _duplicates(d.id for d in cluster.topology.domains):
-        out.append(Problem("topology.domains", "duplicate_id", f"domain {dup!r} defined twice"))
+        out.append(InputIssue("topology.domains", "duplicate_id", f"domain {dup!r} defined twice"))
     for i, d in enumerate(cluster.topology.domains):
         path = f"topology.domains[{i}]"
         if d.level not in levels:
-            out.append(Problem(f"{path}.level", "unknown_reference", f"level {d.level!r} not in topology.levels"))
+            out.append(InputIssue(f"{path}.level", "unknown_reference", f"level {d.level!r} not in topology.levels"))
             continue
         li = levels.index(d.level)
         if li == 0:
             if d.parent is not None:
-                out.append(Problem(f"{path}.parent", "bad_parent", "a top-level domain has no parent"))
+                out.append(InputIssue(f"{path}.parent", "bad_parent", "a top-level domain has no parent"))
         elif d.parent is None:
-            out.append(Problem(f"{path}.parent", "missing_parent", f"domain {d.id!r} below the top needs a parent"))
+            out.append(InputIssue(f"{path}.parent", "missing_parent", f"domain {d.id!r} below the top needs a parent"))
         elif d.parent not in doms:
-            out.append(Problem(f"{path}.parent", "unknown_reference", f"parent {d.parent!r} is not a domain"))
+            out.append(InputIssue(f"{path}.parent", "unknown_reference", f"parent {d.parent!r} is not a domain"))
         elif doms[d.parent].level != levels[li - 1]:
-            out.append(Problem(f"{path}.parent", "bad_parent",
+            out.append(InputIssue(f"{path}.parent", "bad_parent",
                                f"parent {d.parent!r} is at level {doms[d.parent].level!r}, expected {levels[li - 1]!r}"))
     leaf_level = levels[-1]
     leaves = {d.id for d in cluster.topology.domains if d.level == leaf_level}
 
     pools = {p.name: p for p in cluster.pools}
     for dup in _duplicates(p.name for p in cluster.pools):
-        out.append(Problem("pools", "duplicate_id", f"pool {dup!r} defined twice"))
+        out.append(InputIssue("pools", "duplicate_id", f"pool {dup!r} defined twice"))
     for name, tmpl in cluster.node_templates.items():
         _check_shape(tmpl, f"node_templates.{name}", cluster, out)
     for i, p in enumerate(cluster.pools):
@@ -86,30 +86,30 @@ def cluster_problems(cluster: Cluster) -> list[Problem]:
         if prov is None:
             continue
         if prov.template not in cluster.node_templates:
-            out.append(Problem(f"pools[{i}].provisionable.template", "unknown_reference",
+            out.append(InputIssue(f"pools[{i}].provisionable.template", "unknown_reference",
                                f"template {prov.template!r} is not in node_templates"))
         if prov.domain not in leaves:
-            out.append(Problem(f"pools[{i}].provisionable.domain", "unknown_reference",
+            out.append(InputIssue(f"pools[{i}].provisionable.domain", "unknown_reference",
                                f"{prov.domain!r} is not a {leaf_level} domain"))
 
     for dup in _duplicates(n.id for n in cluster.nodes):
-        out.append(Problem("nodes", "duplicate_id", f"node {dup!r} defined twice"))
+        out.append(InputIssue("nodes", "duplicate_id", f"node {dup!r} defined twice"))
     for i, n in enumerate(cluster.nodes):
         path = f"nodes[{i}]"
         if "/" in n.id:
-            out.append(Problem(f"{path}.id", "reserved_name", "'/' is reserved for provisioned nodes"))
+            out.append(InputIssue(f"{path}.id", "reserved_name", "'/' is reserved for provisioned nodes"))
         if n.domain not in leaves:
-            out.append(Problem(f"{path}.domain", "unknown_reference", f"{n.domain!r} is not a {leaf_level} domain"))
+            out.append(InputIssue(f"{path}.domain", "unknown_reference", f"{n.domain!r} is not a {leaf_level} domain"))
         if n.pool is not None and n.pool not in pools:
-            out.append(Problem(f"{path}.pool", "unknown_reference", f"pool {n.pool!r} is not defined"))
+            out.append(InputIssue(f"{path}.pool", "unknown_reference", f"pool {n.pool!r} is not defined"))
         if n.pool is None and pools:
-            out.append(Problem(f"{path}.pool", "missing_reference", "the cluster defines pools; every node needs one"))
+            out.append(InputIssue(f"{path}.pool", "missing_reference", "the cluster defines pools; every node needs one"))
         _check_shape(n, path, cluster, out)
 
     for name, ds in cluster.datasets.items():
         for k, dom in enumerate(ds.cached_at):
             if dom not in doms:
-                out.append(Problem(f"datasets.{name}.cached_at[{k}]", "unknown_reference", f"{dom!r} is not a domain"))
+                out.append(InputIssue(f"datasets.{name}.cached_at[{k}]", "unknown_reference", f"{dom!r} is not a domain"))
 
     flavors = set(cluster.device_models) | set(BASE_RESOURCES)
     for shape in [*cluster.nodes, *cluster.node_templates.values()]:
@@ -117,23 +117,23 @@ def cluster_problems(cluster: Cluster) -> list[Problem]:
         if shape.devices:
             flavors.add(shape.devices.model)
     for dup in _duplicates(t.name for t in cluster.tenants):
-        out.append(Problem("tenants", "duplicate_id", f"tenant {dup!r} defined twice"))
+        out.append(InputIssue("tenants", "duplicate_id", f"tenant {dup!r} defined twice"))
     for i, t in enumerate(cluster.tenants):
         for flavor in t.quotas:
             if flavor not in flavors:
-                out.append(Problem(f"tenants[{i}].quotas.{flavor}", "unknown_reference",
+                out.append(InputIssue(f"tenants[{i}].quotas.{flavor}", "unknown_reference",
                                    f"flavor {flavor!r} is neither a device model nor a resource"))
 
     out.extend(_running_problems(cluster))
     return out
 
 
-def _running_problems(cluster: Cluster) -> list[Problem]:
-    out: list[Problem] = []
+def _running_problems(cluster: Cluster) -> list[InputIssue]:
+    out: list[InputIssue] = []
     nodes = {n.id: n for n in cluster.nodes}
     ids = [r.job.id for r in cluster.running]
     for dup in _duplicates(ids):
-        out.append(Problem("running", "duplicate_id", f"running job {dup!r} listed twice"))
+        out.append(InputIssue("running", "duplicate_id", f"running job {dup!r} listed twice"))
     for i, r in enumerate(cluster.running):
         path = f"running[{i}]"
         out.extend(job_problems(r.job, f"{path}.job", cluster, check_fit=False))
@@ -142,18 +142,18 @@ def _running_problems(cluster: Cluster) -> list[Problem]:
         for k, p in enumerate(r.placements):
             pp = f"{path}.placements[{k}]"
             if p.group not in groups:
-                out.append(Problem(f"{pp}.group", "unknown_reference", f"group {p.group!r} not in job {r.job.id!r}"))
+                out.append(InputIssue(f"{pp}.group", "unknown_reference", f"group {p.group!r} not in job {r.job.id!r}"))
             if (p.group, p.replica) in seen:
-                out.append(Problem(f"{pp}.replica", "duplicate_id", f"replica {p.group}/{p.replica} placed twice"))
+                out.append(InputIssue(f"{pp}.replica", "duplicate_id", f"replica {p.group}/{p.replica} placed twice"))
             seen.add((p.group, p.replica))
             node = nodes.get(p.node)
             if node is None:
-                out.append(Problem(f"{pp}.node", "unknown_reference", f"node {p.node!r} is not defined"))
+                out.append(InputIssue(f"{pp}.node", "unknown_reference", f"node {p.node!r} is not defined"))
                 continue
             n_dev = node.devices.count if node.devices else 0
             for idx in p.devices:
                 if idx >= n_dev:
-                    out.append(Problem(f"{pp}.devices", "out_of_range", f"device {idx} >= {n_dev} on {p.node!r}"))
+                    out.append(InputIssue(f"{pp}.devices", "out_of_range", f"device {idx} >= {n_dev} on {p.node!r}"))
     return out
 
 
@@ -173,63 +173,63 @@ def _group_fits_somewhere(group: TaskGroup, shapes: list[NodeShape], cluster: Cl
     return False
 
 
-def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = True) -> list[Problem]:
+def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = True) -> list[InputIssue]:
     """Cross-reference problems of one job against the cluster it is meant for."""
-    out: list[Problem] = []
+    out: list[InputIssue] = []
     tenants = {t.name for t in cluster.tenants}
     if tenants and job.tenant not in tenants:
-        out.append(Problem(f"{path}.tenant", "unknown_reference", f"tenant {job.tenant!r} is not defined"))
+        out.append(InputIssue(f"{path}.tenant", "unknown_reference", f"tenant {job.tenant!r} is not defined"))
     level_names = {*cluster.topology.levels, NODE_LEVEL}
     if job.topology is not None and job.topology.level not in level_names:
-        out.append(Problem(f"{path}.topology.level", "unknown_reference", f"level {job.topology.level!r} unknown"))
+        out.append(InputIssue(f"{path}.topology.level", "unknown_reference", f"level {job.topology.level!r} unknown"))
     names = [g.name for g in job.groups]
     for dup in _duplicates(names):
-        out.append(Problem(f"{path}.groups", "duplicate_id", f"group {dup!r} defined twice"))
+        out.append(InputIssue(f"{path}.groups", "duplicate_id", f"group {dup!r} defined twice"))
     shapes: list[NodeShape] = [*cluster.nodes, *cluster.node_templates.values()]
     for gi, g in enumerate(job.groups):
         gp = f"{path}.groups[{gi}]"
         if g.models is not None:
             for m in g.models:
                 if m not in cluster.device_models:
-                    out.append(Problem(f"{gp}.models.{m}", "unknown_reference", f"device model {m!r} unknown"))
+                    out.append(InputIssue(f"{gp}.models.{m}", "unknown_reference", f"device model {m!r} unknown"))
         if g.image is not None and g.image not in cluster.images:
-            out.append(Problem(f"{gp}.image", "unknown_reference", f"image {g.image!r} is not in cluster.images"))
+            out.append(InputIssue(f"{gp}.image", "unknown_reference", f"image {g.image!r} is not in cluster.images"))
         for k, ds in enumerate(g.datasets):
             if ds not in cluster.datasets:
-                out.append(Problem(f"{gp}.datasets[{k}]", "unknown_reference", f"dataset {ds!r} unknown"))
+                out.append(InputIssue(f"{gp}.datasets[{k}]", "unknown_reference", f"dataset {ds!r} unknown"))
         if g.spread is not None and g.spread.level not in level_names:
-            out.append(Problem(f"{gp}.spread.level", "unknown_reference", f"level {g.spread.level!r} unknown"))
+            out.append(InputIssue(f"{gp}.spread.level", "unknown_reference", f"level {g.spread.level!r} unknown"))
         if g.request.gpu == 0 and g.device_affinity == "required":
-            out.append(Problem(f"{gp}.device_affinity", "meaningless", "device_affinity without a gpu request"))
+            out.append(InputIssue(f"{gp}.device_affinity", "meaningless", "device_affinity without a gpu request"))
         if check_fit and not _group_fits_somewhere(g, shapes, cluster):
-            out.append(Problem(f"{gp}.request", "unsatisfiable",
+            out.append(InputIssue(f"{gp}.request", "unsatisfiable",
                                f"no node or node template could ever hold one replica of {g.name!r}"))
     for k, r in enumerate(job.ratios):
         for field in ("group", "per"):
             if getattr(r, field) not in names:
-                out.append(Problem(f"{path}.ratios[{k}].{field}", "unknown_reference",
+                out.append(InputIssue(f"{path}.ratios[{k}].{field}", "unknown_reference",
                                    f"group {getattr(r, field)!r} not in job"))
         if r.max is not None and r.max < r.min:
-            out.append(Problem(f"{path}.ratios[{k}].max", "bad_range", f"max {r.max} < min {r.min}"))
+            out.append(InputIssue(f"{path}.ratios[{k}].max", "bad_range", f"max {r.max} < min {r.min}"))
     for k, c in enumerate(job.colocate):
         if c.level not in level_names:
-            out.append(Problem(f"{path}.colocate[{k}].level", "unknown_reference", f"level {c.level!r} unknown"))
+            out.append(InputIssue(f"{path}.colocate[{k}].level", "unknown_reference", f"level {c.level!r} unknown"))
         for g in c.groups:
             if g not in names:
-                out.append(Problem(f"{path}.colocate[{k}].groups", "unknown_reference", f"group {g!r} not in job"))
+                out.append(InputIssue(f"{path}.colocate[{k}].groups", "unknown_reference", f"group {g!r} not in job"))
     return out
 
 
-def queue_problems(queue: Queue, cluster: Cluster) -> list[Problem]:
+def queue_problems(queue: Queue, cluster: Cluster) -> list[InputIssue]:
     """Every cross-reference problem of a queue against its cluster."""
-    out: list[Problem] = []
+    out: list[InputIssue] = []
     ids = [j.id for j in queue.jobs]
     for dup in _duplicates(ids):
-        out.append(Problem("jobs", "duplicate_id", f"job {dup!r} queued twice"))
+        out.append(InputIssue("jobs", "duplicate_id", f"job {dup!r} queued twice"))
     running = {r.job.id for r in cluster.running}
     for i, job in enumerate(queue.jobs):
         if job.id in running:
-            out.append(Problem(f"jobs[{i}].id", "duplicate_id", f"job {job.id!r} is already running"))
+            out.append(InputIssue(f"jobs[{i}].id", "duplicate_id", f"job {job.id!r} is already running"))
         out.extend(job_problems(job, f"jobs[{i}]", cluster))
     return out
 

@@ -1,0 +1,32 @@
+"""optsched: schedule AI compute clusters by mathematical optimisation.
+
+The public surface: the documents (`Cluster`, `Queue`, `Plan`) and their loaders, `solve`,
+`check` (the validator), `evaluate` (the metrics) and `InputError`.
+"""
+
+from optsched.check import Violation, check
+from optsched.errors import InputError, InputIssue
+from optsched.metrics import Metrics, evaluate
+from optsched.model import Cluster, Plan, Queue, dump, load_cluster, load_plan, load_queue
+from optsched.solve import solve, solver_names
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cluster",
+    "InputError",
+    "Metrics",
+    "Plan",
+    "InputIssue",
+    "Queue",
+    "Violation",
+    "__version__",
+    "check",
+    "dump",
+    "evaluate",
+    "load_cluster",
+    "load_plan",
+    "load_queue",
+    "solve",
+    "solver_names",
+]

@@ -1,0 +1,194 @@
+"""The `optsched` command: solve, check, evaluate, generate, schema, demo.
+
+Input errors print every problem with its field path and exit 2 (no traceback); `check` exits 1
+when the plan breaks a rule.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from optsched.check import check_problem
+from optsched.errors import InputError
+from optsched.generate import MODELS_DIR, generate_queue
+from optsched.metrics import evaluate_problem
+from optsched.model import Cluster, Plan, Queue, dump, load_cluster, load_plan, load_queue
+from optsched.problem import compile_problem
+from optsched.solve import solve_problem, solver_names
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Schedule AI compute clusters by mathematical optimisation.")
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail_input(exc: InputError) -> None:
+    err.print(f"[bold red]input error[/]: {len(exc.problems)} problem(s)")
+    for p in exc.problems:
+        err.print(f"  - [cyan]{p.path}[/]: [yellow]{p.rule}[/] {p.message}")
+    raise typer.Exit(2)
+
+
+def _summary(cluster: Cluster, queue: Queue, plan: Plan) -> Table:
+    jobs = {j.id: j for j in queue.jobs}
+    admitted = {p.job for p in plan.placements if p.job in jobs}
+    gpus = sum(p.share or len(p.devices) for p in plan.placements if p.devices)
+    asked = sum(j.min_gpus for j in queue.jobs)
+    reasons = Counter(d.reason for d in plan.deferred)
+    t = Table(title=f"plan by {plan.solver.name} ({plan.solver.status}, {plan.solver.wall_s:.3f} s)")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_row("queued jobs", str(len(queue.jobs)))
+    t.add_row("admitted jobs", str(len(admitted)))
+    t.add_row("placed replicas", str(len(plan.placements)))
+    t.add_row("placed GPUs (min asked)", f"{gpus:g} ({asked:g})")
+    t.add_row("deferred jobs", str(len(plan.deferred)) +
+              (" (" + ", ".join(f"{k} {v}" for k, v in reasons.most_common()) + ")" if reasons else ""))
+    t.add_row("evictions", str(len(plan.evictions)))
+    t.add_row("provisioned nodes", str(sum(p.count for p in plan.provisioning)))
+    for k, v in plan.objective.items():
+        t.add_row(f"objective: {k}", f"{v:,.3f}")
+    if plan.solver.bound is not None:
+        t.add_row("bound / gap", f"{plan.solver.bound:,.3f} / {plan.solver.gap}")
+    return t
+
+
+@app.command()
+def solve(cluster: Path, queue: Path,
+          solver: Annotated[str, typer.Option(help=f"one of {solver_names()}")] = "auto",
+          time_limit: Annotated[float, typer.Option(help="seconds for the whole call")] = 1.0,
+          seed: int = 0,
+          output: Annotated[Path | None, typer.Option("-o", "--output", help="write the plan (JSON/YAML)")] = None,
+          ) -> None:
+    """Solve one round and print the plan summary."""
+    try:
+        c = load_cluster(cluster)
+        q = load_queue(queue, c)
+        p = compile_problem(c, q, validate=False)
+        plan = solve_problem(p, solver=solver, time_limit=time_limit, seed=seed)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    console.print(_summary(c, q, plan))
+    if output is not None:
+        dump(plan, output)
+        console.print(f"plan written to {output}")
+
+
+@app.command()
+def check(cluster: Path, queue: Path, plan: Path) -> None:
+    """Validate a plan: exit 0 when it breaks no rule, else print the violations and exit 1."""
+    try:
+        c = load_cluster(cluster)
+        q = load_queue(queue, c)
+        pl = load_plan(plan)
+        violations = check_problem(compile_problem(c, q, validate=False), pl)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    if not violations:
+        console.print("[green]valid[/]: the plan breaks no rule")
+        return
+    t = Table(title=f"{len(violations)} violation(s)")
+    for col in ("rule", "job", "group/replica", "node", "message"):
+        t.add_column(col)
+    for v in violations:
+        gr = f"{v.group or ''}/{'' if v.replica is None else v.replica}".strip("/")
+        t.add_row(v.rule, v.job or "", gr, v.node or "", v.message)
+    console.print(t)
+    raise typer.Exit(1)
+
+
+@app.command()
+def evaluate(cluster: Path, queue: Path, plan: Path,
+             as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
+    """Print every objective term of a plan."""
+    try:
+        c = load_cluster(cluster)
+        q = load_queue(queue, c)
+        m = evaluate_problem(compile_problem(c, q, validate=False), load_plan(plan))
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(m.model_dump(), indent=1) + "\n")
+        return
+    t = Table(title="metrics")
+    t.add_column("term")
+    t.add_column("value", justify="right")
+    for k, v in {**m.objective(), **m.details}.items():
+        t.add_row(k, f"{v:,.4f}")
+    console.print(t)
+
+
+@app.command()
+def generate(cluster: Annotated[Path, typer.Option("--cluster", help="cluster document")],
+             mix: Annotated[str, typer.Option(help="workload mix name or path")] = "mixed",
+             jobs: Annotated[int | None, typer.Option(help="number of jobs")] = None,
+             load: Annotated[float | None, typer.Option(help="GPU demand as a multiple of free GPUs")] = None,
+             seed: int = 0,
+             output: Annotated[Path, typer.Option("-o", "--output")] = Path("queue.yaml")) -> None:
+    """Draw a synthetic queue for a cluster from a workload mix."""
+    try:
+        c = load_cluster(cluster)
+        q = generate_queue(c, mix, jobs=jobs, load=load, seed=seed)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    dump(q, output)
+    gpus = sum(j.min_gpus for j in q.jobs)
+    console.print(f"{len(q.jobs)} jobs, {gpus:g} GPUs at minimum replicas, written to {output}")
+
+
+@app.command()
+def schema(document: Annotated[str, typer.Argument(help="cluster | queue | plan | all")] = "all") -> None:
+    """Print the JSON Schema of the documents."""
+    models = {"cluster": Cluster, "queue": Queue, "plan": Plan}
+    if document != "all" and document not in models:
+        err.print(f"unknown document {document!r}; one of {[*models, 'all']}")
+        raise typer.Exit(2)
+    out = {k: m.model_json_schema() for k, m in models.items() if document in ("all", k)}
+    sys.stdout.write(json.dumps(out if document == "all" else out[document], indent=1) + "\n")
+
+
+@app.command()
+def demo(cluster: Annotated[str, typer.Option(help="reference cluster name")] = "mixed-cloud-10k",
+         jobs: int = 1000, load: float = 2.0, seed: int = 0, solver: str = "auto",
+         time_limit: float = 2.0) -> None:
+    """Run a real round on a bundled reference cluster and print the plan summary."""
+    path = MODELS_DIR / "clusters" / f"{cluster}.yaml"
+    t0 = time.perf_counter()
+    try:
+        c = load_cluster(path)
+        t1 = time.perf_counter()
+        q = generate_queue(c, "mixed", jobs=jobs, load=load, seed=seed)
+        p = compile_problem(c, q)
+        t2 = time.perf_counter()
+        plan = solve_problem(p, solver=solver, time_limit=time_limit, seed=seed)
+        t3 = time.perf_counter()
+        violations = check_problem(p, plan)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    gpus = int(p.node_dev_count[: p.n_real].sum())
+    console.print(f"cluster [bold]{cluster}[/]: {p.n_real} nodes, {gpus} GPUs, "
+                  f"{len(c.running)} running jobs; queue: {len(q.jobs)} jobs from the 'mixed' mix")
+    console.print(f"load {t1 - t0:.2f} s, generate + compile {t2 - t1:.2f} s, solve {t3 - t2:.2f} s")
+    console.print(_summary(c, q, plan))
+    if violations:
+        err.print(f"[bold red]{len(violations)} violations[/] (a bug: please report)")
+        raise typer.Exit(1)
+    console.print("[green]check: the plan breaks no rule[/]")
+
+
+if __name__ == "__main__":
+    app()

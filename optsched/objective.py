@@ -1,0 +1,58 @@
+"""How plans are compared: a weighted sum or a lexicographic order of the objective terms.
+
+`admitted_value` is maximised; every other term is minimised. The default is lexicographic:
+admitted value first, then topology, then fragmentation (DESIGN.md, the CP-SAT issue), each
+compared within a relative tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from optsched.errors import InputError, InputIssue
+from optsched.model.plan import OBJECTIVE_TERMS
+
+MAXIMISED = frozenset({"admitted_value"})
+DEFAULT_ORDER = ("admitted_value", "topology", "fragmentation")
+ObjectiveSpec = Mapping[str, float] | Sequence[str] | None
+
+
+@dataclass(frozen=True)
+class Objective:
+    """A parsed objective: `weights` (weighted sum) or `order` (lexicographic)."""
+
+    weights: Mapping[str, float] | None = None
+    order: tuple[str, ...] = DEFAULT_ORDER
+    tolerance: float = 1e-6
+
+    @classmethod
+    def parse(cls, spec: ObjectiveSpec) -> Objective:
+        """None: default order; a mapping: weights; a sequence of names: lexicographic order."""
+        if spec is None:
+            return cls()
+        names = list(spec.keys()) if isinstance(spec, Mapping) else list(spec)
+        bad = [n for n in names if n not in OBJECTIVE_TERMS]
+        if bad or isinstance(spec, str):
+            raise InputError([InputIssue("objective", "unknown_term",
+                                      f"unknown objective terms {bad or [spec]}; known: {list(OBJECTIVE_TERMS)}")])
+        if isinstance(spec, Mapping):
+            return cls(weights=dict(spec), order=())
+        return cls(order=tuple(names))
+
+    def key(self, terms: Mapping[str, float]) -> tuple[float, ...]:
+        """A sort key: smaller is better."""
+        def signed(name: str) -> float:
+            v = float(terms.get(name, 0.0))
+            return -v if name in MAXIMISED else v
+
+        if self.weights is not None:
+            return (sum(w * signed(k) for k, w in self.weights.items()),)
+        return tuple(signed(k) for k in self.order)
+
+    def better(self, a: Mapping[str, float], b: Mapping[str, float]) -> bool:
+        """True when terms `a` beat `b` (lexicographic levels compared within the tolerance)."""
+        for x, y in zip(self.key(a), self.key(b), strict=True):
+            if abs(x - y) > self.tolerance * max(1.0, abs(x), abs(y)):
+                return x < y
+        return False

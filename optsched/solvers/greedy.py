@@ -1,0 +1,416 @@
+"""Greedy baselines: the strategies that Kubernetes, Volcano, Slurm and the papers use.
+
+All of them share one engine (`GreedyEngine`): jobs are taken in the strategy's order; each job
+is placed replica by replica (minimum counts first, ratios satisfied, then elastic replicas up to
+`max`) on the node the strategy scores best among the nodes where the replica fits; a job that
+cannot be placed whole is rolled back (gang all-or-nothing) and deferred with the binding
+reason. Every feasibility test is the concern's own primitive (`eligibility.mask`,
+`Ledger.fits_mask`, `devices.pick`, `spread.allowed_nodes`, `quota.problems`, uplink crossings)
+that the validator also uses, so a baseline plan passes `check` by construction, and the tests
+verify it.
+
+The strategies differ only in what they are known for: the job order, the node score, the
+device choice inside a node, and how they treat topology domains.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from optsched.concerns import eligibility, gang, quota, spread
+from optsched.concerns.devices import DevicePolicy, pick
+from optsched.ledger import EPS, Ledger, crossed_domains
+from optsched.model.plan import Deferred, Placement, Plan, SolverStats
+from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
+
+Scorer = Callable[[Problem, Ledger, GroupSpec, IArray], FArray]
+"""Scores candidate nodes for one replica (higher is better; ties go to the lower index)."""
+
+
+@dataclass(frozen=True)
+class PlacedReplica:
+    """A replica placed by the engine (flat device indices)."""
+
+    group: int
+    replica: int
+    node: int
+    devices: tuple[int, ...]
+    share: float
+    elastic: bool
+
+
+@dataclass
+class Attempt:
+    """Replicas placed so far for one job, and why it failed if it did."""
+
+    replicas: list[PlacedReplica] = field(default_factory=list)
+    failure: str | None = None
+    detail: str = ""
+
+
+# ---------------------------------------------------------------------------- node scores
+def _gpu_fraction(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+    """Fraction of each node's devices in use after adding one replica of `group`."""
+    count = p.node_dev_count[nodes].astype(float)
+    used = count - ledger.free_whole[nodes]
+    used = used + (group.whole if group.whole else 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, used / np.where(count > 0, count, 1), 0.0)
+
+
+def _resource_fractions(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray,
+                        requested_only: bool) -> tuple[FArray, FArray]:
+    """(fraction used after placing, weight) per node x scored resource: cpu, memory, gpu."""
+    cap = p.cap[nodes][:, :2]
+    after = ledger.used[nodes][:, :2] + group.req[:2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(cap > 0, after / np.where(cap > 0, cap, 1), 0.0)
+    gpu = _gpu_fraction(p, ledger, group, nodes)[:, None]
+    fracs = np.concatenate([frac, gpu], axis=1)
+    weights = np.ones(3)
+    if requested_only:  # Volcano binpack scores only the resources the task requests
+        weights = np.array([group.req[0] > 0, group.req[1] > 0, group.gpu > 0], dtype=float)
+    has_cap = np.concatenate([cap > 0, (p.node_dev_count[nodes] > 0)[:, None]], axis=1)
+    w = weights[None, :] * has_cap
+    return fracs, w
+
+
+def _weighted_mean(fracs: FArray, w: FArray) -> FArray:
+    total = w.sum(axis=1)
+    return np.where(total > 0, (fracs * w).sum(axis=1) / np.where(total > 0, total, 1), 0.0)
+
+
+def score_first(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+    """First fit: the lowest node index wins (all scores equal)."""
+    return np.zeros(len(nodes))
+
+
+def score_most_allocated(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+    """kube-scheduler NodeResourcesFit `MostAllocated`: mean of requested/allocatable over cpu, memory, gpu."""
+    fracs, w = _resource_fractions(p, ledger, group, nodes, requested_only=False)
+    return _weighted_mean(fracs, w)
+
+
+def score_least_allocated(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+    """kube-scheduler NodeResourcesFit `LeastAllocated`: mean of free/allocatable after placing."""
+    fracs, w = _resource_fractions(p, ledger, group, nodes, requested_only=False)
+    return _weighted_mean(1.0 - fracs, w)
+
+
+def score_binpack(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+    """Volcano `binpack` plugin: weighted used/capacity after placing, over the requested resources."""
+    fracs, w = _resource_fractions(p, ledger, group, nodes, requested_only=True)
+    return _weighted_mean(fracs, w)
+
+
+def score_alignment(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+    """Tetris (Grandl et al., SIGCOMM'14): dot product of the normalised demand and free vectors."""
+    cap = p.cap[nodes][:, :2]
+    free = cap - ledger.used[nodes][:, :2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        demand = np.where(cap > 0, group.req[:2] / np.where(cap > 0, cap, 1), 0.0)
+        avail = np.where(cap > 0, free / np.where(cap > 0, cap, 1), 0.0)
+    count = p.node_dev_count[nodes].astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g_dem = np.where(count > 0, group.gpu / np.where(count > 0, count, 1), 0.0)
+        g_av = np.where(count > 0, ledger.free_whole[nodes] / np.where(count > 0, count, 1), 0.0)
+    return (demand * avail).sum(axis=1) + g_dem * g_av
+
+
+def score_tightest(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+    """Slurm-style best fit: the node with the fewest free devices, then the least free cpu."""
+    free_dev = ledger.free_whole[nodes].astype(float)
+    free_cpu = (p.cap[nodes, 0] - ledger.used[nodes, 0]) / max(float(p.cap[:, 0].max()), 1.0)
+    return -(free_dev + free_cpu * 0.5)
+
+
+# ---------------------------------------------------------------------------- job orders
+def kube_order(p: Problem) -> list[JobSpec]:
+    """kube-scheduler PrioritySort (and Slurm's priority then age): priority desc, then submit time."""
+    return sorted(p.jobs, key=lambda j: (-j.priority, j.submitted_at, j.index))
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """What distinguishes one baseline: node score, device policy, topology handling, job order."""
+
+    name: str
+    score: Scorer
+    device_policy: DevicePolicy = "first"
+    domain_first: bool = False
+    """Slurm topology/tree: try to fit the job inside one lowest-level domain, best fit."""
+    drf_order: bool = False
+    """Volcano: within a priority, the tenant with the lowest weighted dominant share goes first."""
+    source: str = ""
+
+
+class GreedyEngine:
+    """Places a round job by job for one `Strategy` (see module docstring)."""
+
+    def __init__(self, problem: Problem, strategy: Strategy) -> None:
+        self.p = problem
+        self.s = strategy
+        self.ledger = Ledger(problem)
+        for job in problem.running:
+            self.ledger.add_running(job)
+        self.real = ~problem.node_provisioned
+        self.tenant_share_use = np.zeros((len(problem.tenant_names), len(problem.resources) + 1))
+
+    # ------------------------------------------------------------------ one replica
+    def _place_replica(self, job: JobSpec, group: GroupSpec, replica: int, elastic: bool,
+                       restrict: BArray | None, placed: list[PlacedReplica]) -> tuple[PlacedReplica | None, str]:
+        p, ledger = self.p, self.ledger
+        base = eligibility.mask(p, job, group) & self.real
+        if not base.any():
+            return None, "device_model" if group.uses_devices else "selector"
+        cand = base if restrict is None else base & restrict
+        if not cand.any():
+            return None, "topology"
+        if group.spec.spread is not None:
+            level = p.level_index(group.spec.spread.level)
+            at = p.node_domain_at(level)
+            counts: dict[int, int] = {}
+            for r in placed:
+                if r.group == group.index:
+                    counts[int(at[r.node])] = counts.get(int(at[r.node]), 0) + 1
+            cand = cand & spread.allowed_nodes(p, job, group, counts)
+            if not cand.any():
+                return None, "spread"
+        fits = ledger.fits_mask(group, cand)
+        nodes = np.flatnonzero(fits)
+        if not len(nodes):
+            return None, "capacity"
+        scores = self.s.score(p, ledger, group, nodes)
+        order = nodes[np.argsort(-scores, kind="stable")]
+        for node in order[:8]:  # the device check is exact; a node that passed the mask rarely fails it
+            got = pick(p, ledger, int(node), group, self.s.device_policy)
+            if got is not None:
+                devs, share = got
+                ledger.add(job, group, int(node), devs, share)
+                return PlacedReplica(group.index, replica, int(node), devs, share, elastic), ""
+        return None, "capacity"
+
+    def _rollback(self, job: JobSpec, placed: list[PlacedReplica]) -> None:
+        for r in reversed(placed):
+            self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share, sign=-1.0)
+        placed.clear()
+
+    def _job_ok(self, job: JobSpec, placed: list[PlacedReplica]) -> str:
+        """Fabric and quota rules for the job as placed so far ('' when fine)."""
+        p = self.p
+        if job.bandwidth and len(placed) > 1:
+            crossed = crossed_domains(p, np.array([r.node for r in placed], dtype=np.int64))
+            if len(crossed) and np.any(self.ledger.uplink_load[crossed] + job.bandwidth > p.uplink[crossed] + EPS):
+                return "bandwidth"
+        if len(p.flavors):
+            touched = np.zeros_like(self.ledger.quota_used, dtype=bool)
+            touched[job.tenant] = True
+            if quota.problems(p, self.ledger.quota_used, touched):
+                return "quota"
+        return ""
+
+    def _colocate_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
+        mask: BArray | None = None
+        for groups, level in job.colocate:
+            if group.index not in groups:
+                continue
+            at = self.p.node_domain_at(level)
+            anchor = next((r for r in placed if r.group in groups), None)
+            if anchor is not None:
+                m = at == at[anchor.node]
+                mask = m if mask is None else mask & m
+        return mask
+
+    def _place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
+        """Place the job's minimum counts inside `restrict`, then elastic replicas."""
+        att = Attempt()
+        placed = att.replicas
+        for group in job.groups:
+            for i in range(counts[group.index]):
+                extra = self._colocate_restrict(job, group, placed)
+                mask = restrict if extra is None else (extra if restrict is None else restrict & extra)
+                rep, why = self._place_replica(job, group, i, i >= group.rmin, mask, placed)
+                if rep is None:
+                    if job.gang or job.ratios:
+                        self._rollback(job, placed)
+                        att.failure = why
+                        return att
+                    break  # a non-gang job keeps the replicas that fit
+                placed.append(rep)
+        if not placed:
+            att.failure = att.failure or "capacity"
+            return att
+        why = self._job_ok(job, placed)
+        if why:
+            self._rollback(job, placed)
+            att.failure = why
+            return att
+        # elastic growth, one replica at a time, while every rule still holds
+        now = [0] * len(job.groups)
+        for r in placed:
+            now[r.group] += 1
+        for group in job.groups:
+            while now[group.index] < group.rmax:
+                trial = list(now)
+                trial[group.index] += 1
+                if gang.count_problems(job, trial):
+                    break
+                extra = self._colocate_restrict(job, group, placed)
+                mask = restrict if extra is None else (extra if restrict is None else restrict & extra)
+                rep, _ = self._place_replica(job, group, now[group.index], now[group.index] >= group.rmin,
+                                             mask, placed)
+                if rep is None:
+                    break
+                placed.append(rep)
+                if self._job_ok(job, placed):
+                    self._rollback(job, [placed.pop()])
+                    break
+                now[group.index] += 1
+        return att
+
+    # ------------------------------------------------------------------ domains
+    def _domain_candidates(self, job: JobSpec, levels: list[int]) -> list[BArray]:
+        """Node masks of the domains (at `levels`, lowest first) that could hold the job by free GPUs."""
+        p = self.p
+        need = sum(g.gpu * g.rmin for g in job.groups)
+        free_gpu = np.where(self.real, self.ledger.free_whole, 0)
+        out: list[BArray] = []
+        for level in levels:
+            at = p.node_domain_at(level)
+            doms, inv = np.unique(at, return_inverse=True)
+            free = np.bincount(inv, weights=free_gpu, minlength=len(doms))
+            ok = np.flatnonzero(free >= need - EPS) if need > 0 else np.arange(len(doms))
+            if self.s.domain_first:
+                ok = ok[np.argsort(free[ok], kind="stable")]  # best fit: the tightest domain first
+            out.extend(at == doms[i] for i in ok)
+        return out
+
+    def place_job(self, job: JobSpec) -> Attempt:
+        """Place one job (or defer it with a reason); the ledger keeps what was placed."""
+        counts = gang.target_counts(job)
+        if counts is None:
+            return Attempt(failure="ratio", detail="no replica counts satisfy min/max and ratios")
+        p = self.p
+        multi = sum(counts) > 1 and any(g.gpu > 0 for g in job.groups)
+        attempts: list[BArray | None]
+        if job.topo_required and job.topo_level is not None:
+            lv = job.topo_level
+            # Slurm tree: the lowest switch first, up to the required level; others: that level only
+            levels = list(range(p.n_levels - 1, lv - 1, -1)) if self.s.domain_first and lv < p.n_levels else [lv]
+            attempts = list(self._domain_candidates(job, levels))
+            if not attempts:
+                return Attempt(failure="topology", detail="no domain has enough free devices")
+        elif self.s.domain_first and multi and p.n_levels:
+            attempts = [*self._domain_candidates(job, list(range(p.n_levels - 1, -1, -1))), None]
+        else:
+            attempts = [None]
+        last = Attempt(failure="capacity")
+        for restrict in attempts[:64]:
+            att = self._place_in(job, counts, restrict)
+            if att.failure is None:
+                return att
+            last = att
+        return last
+
+    # ------------------------------------------------------------------ the round
+    def _dominant_share(self, tenant: int) -> float:
+        p = self.p
+        totals = np.concatenate([p.cap[self.real].sum(axis=0), [float(p.node_dev_count[self.real].sum())]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where(totals > 0, self.tenant_share_use[tenant] / np.where(totals > 0, totals, 1), 0.0)
+        return float(s.max()) / float(p.tenant_weight[tenant])
+
+    def _account_tenant(self, job: JobSpec, placed: list[PlacedReplica]) -> None:
+        for r in placed:
+            g = job.groups[r.group]
+            self.tenant_share_use[job.tenant, :-1] += g.req
+            self.tenant_share_use[job.tenant, -1] += g.gpu
+
+    def _order(self) -> list[JobSpec] | None:
+        return None if self.s.drf_order else kube_order(self.p)
+
+    def run(self, deadline: float = math.inf) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
+        """Place the whole queue; returns placements and deferrals (reason, detail) by job id."""
+        placed: dict[str, list[PlacedReplica]] = {}
+        deferred: dict[str, tuple[str, str]] = {}
+        for job in self._iter_jobs(placed):
+            if time.perf_counter() > deadline:
+                deferred[job.id] = ("time_limit", "the round's time limit ran out before this job")
+                continue
+            att = self.place_job(job)
+            if att.failure is None:
+                placed[job.id] = att.replicas
+                self._account_tenant(job, att.replicas)
+            else:
+                deferred[job.id] = (att.failure, att.detail)
+        return placed, deferred
+
+    def _iter_jobs(self, placed: dict[str, list[PlacedReplica]]):  # type: ignore[no-untyped-def]
+        order = self._order()
+        if order is not None:
+            yield from order
+            return
+        # Volcano: priority levels descending; inside one, DRF across tenants, then submit time
+        by_prio: dict[int, dict[int, list[JobSpec]]] = {}
+        for j in sorted(self.p.jobs, key=lambda j: (j.submitted_at, j.index)):
+            by_prio.setdefault(j.priority, {}).setdefault(j.tenant, []).append(j)
+        for prio in sorted(by_prio, reverse=True):
+            queues = by_prio[prio]
+            heads = {t: 0 for t in queues}
+            while heads:
+                t = min(heads, key=lambda t: (self._dominant_share(t), t))
+                yield queues[t][heads[t]]
+                heads[t] += 1
+                if heads[t] == len(queues[t]):
+                    del heads[t]
+
+
+def to_plan(p: Problem, placed: dict[str, list[PlacedReplica]], deferred: dict[str, tuple[str, str]],
+            stats: SolverStats) -> Plan:
+    """Turn engine output into a Plan document (node ids, node-local device indices)."""
+    out: list[Placement] = []
+    for job in p.jobs:
+        for r in sorted(placed.get(job.id, []), key=lambda r: (r.group, r.replica)):
+            g = job.groups[r.group]
+            out.append(Placement(job=job.id, group=g.name, replica=r.replica, node=p.node_ids[r.node],
+                                 devices=[int(p.dev_local[d]) for d in r.devices],
+                                 share=r.share if g.share else None, elastic=r.elastic))
+    defer = [Deferred(job=j.id, reason=deferred[j.id][0], detail=deferred[j.id][1])  # type: ignore[arg-type]
+             for j in p.jobs if j.id in deferred]
+    return Plan(placements=out, deferred=defer, solver=stats)
+
+
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        Strategy("first-fit", score_first, "first",
+                 source="First fit in node order: the simplest list scheduler (kube filter order)."),
+        Strategy("best-fit", score_most_allocated, "best",
+                 source="kube-scheduler NodeResourcesFit scoringStrategy MostAllocated (bin packing)."),
+        Strategy("spread", score_least_allocated, "first",
+                 source="kube-scheduler NodeResourcesFit scoringStrategy LeastAllocated (default)."),
+        Strategy("volcano", score_binpack, "best", drf_order=True,
+                 source="Volcano allocate action with priority, drf, gang and binpack plugins."),
+        Strategy("tetris", score_alignment, "first",
+                 source="Tetris, Grandl et al. SIGCOMM'14: dot-product alignment of demand and free."),
+        Strategy("topo-best-fit", score_tightest, "best", domain_first=True,
+                 source="Slurm topology/tree + cons_tres best fit: lowest switch that holds the job."),
+    )
+}
+"""The greedy baselines by name."""
+
+
+def solve_greedy(p: Problem, name: str, *, time_limit: float = math.inf, seed: int = 0) -> Plan:
+    """Run one greedy baseline on a compiled problem and return its plan."""
+    if name not in STRATEGIES:
+        raise KeyError(name)
+    start = time.perf_counter()
+    engine = GreedyEngine(p, STRATEGIES[name])
+    placed, deferred = engine.run(deadline=start + time_limit)
+    wall = time.perf_counter() - start
+    return to_plan(p, placed, deferred, SolverStats(name=name, status="heuristic", wall_s=wall, seed=seed))

@@ -15,9 +15,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Cluster",
     "InputError",
+    "InputIssue",
     "Metrics",
     "Plan",
-    "InputIssue",
     "Queue",
     "Violation",
     "__version__",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
@@ -152,7 +153,7 @@ def generate(cluster: Annotated[Path, typer.Option("--cluster", help="cluster do
 @app.command()
 def schema(document: Annotated[str, typer.Argument(help="cluster | queue | plan | all")] = "all") -> None:
     """Print the JSON Schema of the documents."""
-    models = {"cluster": Cluster, "queue": Queue, "plan": Plan}
+    models: dict[str, type[BaseModel]] = {"cluster": Cluster, "queue": Queue, "plan": Plan}
     if document != "all" and document not in models:
         err.print(f"unknown document {document!r}; one of {[*models, 'all']}")
         raise typer.Exit(2)

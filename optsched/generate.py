@@ -115,7 +115,7 @@ def _scale(job: dict[str, Any], factor: float, rng: np.random.Generator) -> None
     for g in job["groups"]:
         r = g["replicas"]
         x = r["min"] * factor
-        new = max(1, int(math.floor(x + rng.random())))
+        new = max(1, math.floor(x + rng.random()))
         r["max"] = new + (r["max"] - r["min"])
         r["min"] = new
     by_name = {g["name"]: g for g in job["groups"]}
@@ -223,18 +223,18 @@ def fat_tree_cluster(groups: list[NodeGroup], *, nodes_per_leaf: int, leaves_per
         bw = sum(m["group"].gpus * m["group"].nic_gbps for m in members) / oversubscription
         leaf_bw.append(bw)
         for m in members:
-            g: NodeGroup = m["group"]
+            ng: NodeGroup = m["group"]
             node: dict[str, Any] = {
-                "id": f"{g.pool}-{m['i']:05d}", "domain": f"leaf-{leaf:03d}", "pool": g.pool,
-                "capacity": g.capacity, "devices": {"model": g.model, "count": g.gpus},
-                "interconnect": g.interconnect,
+                "id": f"{ng.pool}-{m['i']:05d}", "domain": f"leaf-{leaf:03d}", "pool": ng.pool,
+                "capacity": ng.capacity, "devices": {"model": ng.model, "count": ng.gpus},
+                "interconnect": ng.interconnect,
             }
-            if g.taints:
-                node["taints"] = g.taints
-            if g.labels:
-                node["labels"] = g.labels
-            if g.images:
-                node["images"] = g.images
+            if ng.taints:
+                node["taints"] = ng.taints
+            if ng.labels:
+                node["labels"] = ng.labels
+            if ng.images:
+                node["images"] = ng.images
             nodes.append(node)
     for s in range(n_spines):
         leaves = range(s * leaves_per_spine, min((s + 1) * leaves_per_spine, n_leaves))

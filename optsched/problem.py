@@ -450,12 +450,12 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
         spec = _compile_job(r.job, i, m_index, m_speed, r_index, t_index, level_of, True)
         gidx = spec.group_index
         places = []
-        for p in r.placements:
-            n = node_index[p.node]
-            g = spec.groups[gidx[p.group]]
-            share = p.share if p.share is not None else (g.share if g.share > 0 else 1.0)
-            places.append(RunningPlacement(gidx[p.group], p.replica, n,
-                                           tuple(int(dev_start_real[n] + d) for d in p.devices), share))
+        for rp in r.placements:
+            n = node_index[rp.node]
+            g = spec.groups[gidx[rp.group]]
+            share = rp.share if rp.share is not None else (g.share if g.share > 0 else 1.0)
+            places.append(RunningPlacement(gidx[rp.group], rp.replica, n,
+                                           tuple(int(dev_start_real[n] + d) for d in rp.devices), share))
         running.append(JobSpec(**{**spec.__dict__, "placements": tuple(places),
                                   "checkpoint_age_s": r.checkpoint_age_s, "restart_s": r.restart_s,
                                   "migratable": r.migratable, "started_at": r.started_at}))

@@ -46,8 +46,9 @@ def check(view: PlanView) -> list[Violation]:
         if job.topo_required and job.topo_level is not None:
             n = domains_spanned(p, nodes, job.topo_level)
             if n > 1:
-                out.append(Violation("topology", f"required in one {job.spec.topology.level if job.spec.topology else ''} "
-                                                 f"domain, spans {n}", job=job_id, values={"domains": n}))
+                level_name = p.levels[job.topo_level] if job.topo_level < p.n_levels else "node"
+                out.append(Violation("topology", f"required in one {level_name} domain, spans {n}",
+                                     job=job_id, values={"domains": n}))
         for groups, level in job.colocate:
             sub = np.array([r.node for r in reps if r.group in groups], dtype=np.int64)
             n = domains_spanned(p, sub, level)

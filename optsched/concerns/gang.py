@@ -18,7 +18,7 @@ from optsched.view import PlanView
 
 def count_problems(job: JobSpec, counts: list[int]) -> list[tuple[str, str]]:
     """(rule, message) for replica counts per group that break gang or ratio rules."""
-    out = []
+    out: list[tuple[str, str]] = []
     if sum(counts) == 0:
         return out
     for g, n in zip(job.groups, counts, strict=True):
@@ -60,13 +60,13 @@ def check(view: PlanView) -> list[Violation]:
                 out.append(Violation("replicas", f"replica {i} placed {n} times", job=job_id,
                                      group=job.groups[g].name, replica=i))
         for r in reps:
-            g = job.groups[r.group]
-            if r.replica >= g.rmax:
-                out.append(Violation("replicas", f"replica index {r.replica} >= max {g.rmax}",
-                                     job=job_id, group=g.name, replica=r.replica))
-            if r.elastic != (r.replica >= g.rmin):
-                out.append(Violation("replicas", f"elastic={r.elastic} but min is {g.rmin}",
-                                     job=job_id, group=g.name, replica=r.replica))
+            spec = job.groups[r.group]
+            if r.replica >= spec.rmax:
+                out.append(Violation("replicas", f"replica index {r.replica} >= max {spec.rmax}",
+                                     job=job_id, group=spec.name, replica=r.replica))
+            if r.elastic != (r.replica >= spec.rmin):
+                out.append(Violation("replicas", f"elastic={r.elastic} but min is {spec.rmin}",
+                                     job=job_id, group=spec.name, replica=r.replica))
         counts = [0] * len(job.groups)
         for r in reps:
             counts[r.group] += 1

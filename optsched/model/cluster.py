@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from optsched.model.base import FORMAT_VERSION, Count, Frozen, Identifier, NonNeg, Positive
+from optsched.model.base import Count, Frozen, Identifier, NonNeg, Positive
 from optsched.model.queue import Job, Toleration
 
 NODE_LEVEL = "node"
@@ -182,7 +182,7 @@ class RunningJob(Frozen):
 class Cluster(Frozen):
     """The state of the cluster at the start of a round."""
 
-    version: Literal["optsched/v1"] = FORMAT_VERSION
+    version: Literal["optsched/v1"] = "optsched/v1"
     topology: Topology
     network: Network = Field(default_factory=Network)
     device_models: dict[Identifier, DeviceModel] = Field(default_factory=dict)

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from optsched.model.base import FORMAT_VERSION, Count, Frozen, Identifier, NonNeg, Positive
+from optsched.model.base import Count, Frozen, Identifier, NonNeg, Positive
 
 OBJECTIVE_TERMS = (
     "admitted_value",
@@ -92,7 +92,7 @@ class SolverStats(Frozen):
 class Plan(Frozen):
     """The decisions of one round; every queued job is placed or deferred."""
 
-    version: Literal["optsched/v1"] = FORMAT_VERSION
+    version: Literal["optsched/v1"] = "optsched/v1"
     placements: list[Placement] = Field(default_factory=list)
     evictions: list[Eviction] = Field(default_factory=list)
     provisioning: list[Provision] = Field(default_factory=list)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from optsched.model.base import FORMAT_VERSION, Count, Frozen, Identifier, NonNeg, Positive
+from optsched.model.base import Count, Frozen, Identifier, NonNeg, Positive
 
 
 class Toleration(Frozen):
@@ -145,6 +145,6 @@ class Job(Frozen):
 class Queue(Frozen):
     """The jobs waiting at time `now` (seconds, same clock as `submitted_at`)."""
 
-    version: Literal["optsched/v1"] = FORMAT_VERSION
+    version: Literal["optsched/v1"] = "optsched/v1"
     now: NonNeg = 0.0
     jobs: list[Job] = Field(default_factory=list)

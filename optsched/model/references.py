@@ -72,7 +72,8 @@ def cluster_problems(cluster: Cluster) -> list[InputIssue]:
             out.append(InputIssue(f"{path}.parent", "unknown_reference", f"parent {d.parent!r} is not a domain"))
         elif doms[d.parent].level != levels[li - 1]:
             out.append(InputIssue(f"{path}.parent", "bad_parent",
-                               f"parent {d.parent!r} is at level {doms[d.parent].level!r}, expected {levels[li - 1]!r}"))
+                                  f"parent {d.parent!r} is at level {doms[d.parent].level!r}, "
+                                  f"expected {levels[li - 1]!r}"))
     leaf_level = levels[-1]
     leaves = {d.id for d in cluster.topology.domains if d.level == leaf_level}
 
@@ -103,13 +104,15 @@ def cluster_problems(cluster: Cluster) -> list[InputIssue]:
         if n.pool is not None and n.pool not in pools:
             out.append(InputIssue(f"{path}.pool", "unknown_reference", f"pool {n.pool!r} is not defined"))
         if n.pool is None and pools:
-            out.append(InputIssue(f"{path}.pool", "missing_reference", "the cluster defines pools; every node needs one"))
+            out.append(InputIssue(f"{path}.pool", "missing_reference",
+                                  "the cluster defines pools; every node needs one"))
         _check_shape(n, path, cluster, out)
 
     for name, ds in cluster.datasets.items():
         for k, dom in enumerate(ds.cached_at):
             if dom not in doms:
-                out.append(InputIssue(f"datasets.{name}.cached_at[{k}]", "unknown_reference", f"{dom!r} is not a domain"))
+                out.append(InputIssue(f"datasets.{name}.cached_at[{k}]", "unknown_reference",
+                                      f"{dom!r} is not a domain"))
 
     flavors = set(cluster.device_models) | set(BASE_RESOURCES)
     for shape in [*cluster.nodes, *cluster.node_templates.values()]:
@@ -173,7 +176,17 @@ def _group_fits_somewhere(group: TaskGroup, shapes: list[NodeShape], cluster: Cl
     return False
 
 
-def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = True) -> list[InputIssue]:
+def distinct_shapes(cluster: Cluster) -> list[NodeShape]:
+    """One node or template per distinct (capacity, devices) shape, for the can-it-ever-fit test."""
+    seen: dict[str, NodeShape] = {}
+    for shape in [*cluster.nodes, *cluster.node_templates.values()]:
+        key = repr((sorted(shape.capacity.items()), shape.devices))
+        seen.setdefault(key, shape)
+    return list(seen.values())
+
+
+def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = True,
+                 shapes: list[NodeShape] | None = None) -> list[InputIssue]:
     """Cross-reference problems of one job against the cluster it is meant for."""
     out: list[InputIssue] = []
     tenants = {t.name for t in cluster.tenants}
@@ -185,7 +198,8 @@ def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = Tru
     names = [g.name for g in job.groups]
     for dup in _duplicates(names):
         out.append(InputIssue(f"{path}.groups", "duplicate_id", f"group {dup!r} defined twice"))
-    shapes: list[NodeShape] = [*cluster.nodes, *cluster.node_templates.values()]
+    if check_fit and shapes is None:
+        shapes = distinct_shapes(cluster)
     for gi, g in enumerate(job.groups):
         gp = f"{path}.groups[{gi}]"
         if g.models is not None:
@@ -201,7 +215,7 @@ def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = Tru
             out.append(InputIssue(f"{gp}.spread.level", "unknown_reference", f"level {g.spread.level!r} unknown"))
         if g.request.gpu == 0 and g.device_affinity == "required":
             out.append(InputIssue(f"{gp}.device_affinity", "meaningless", "device_affinity without a gpu request"))
-        if check_fit and not _group_fits_somewhere(g, shapes, cluster):
+        if shapes is not None and not _group_fits_somewhere(g, shapes, cluster):
             out.append(InputIssue(f"{gp}.request", "unsatisfiable",
                                f"no node or node template could ever hold one replica of {g.name!r}"))
     for k, r in enumerate(job.ratios):
@@ -214,9 +228,10 @@ def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = Tru
     for k, c in enumerate(job.colocate):
         if c.level not in level_names:
             out.append(InputIssue(f"{path}.colocate[{k}].level", "unknown_reference", f"level {c.level!r} unknown"))
-        for g in c.groups:
-            if g not in names:
-                out.append(InputIssue(f"{path}.colocate[{k}].groups", "unknown_reference", f"group {g!r} not in job"))
+        for name in c.groups:
+            if name not in names:
+                out.append(InputIssue(f"{path}.colocate[{k}].groups", "unknown_reference",
+                                      f"group {name!r} not in job"))
     return out
 
 
@@ -227,10 +242,11 @@ def queue_problems(queue: Queue, cluster: Cluster) -> list[InputIssue]:
     for dup in _duplicates(ids):
         out.append(InputIssue("jobs", "duplicate_id", f"job {dup!r} queued twice"))
     running = {r.job.id for r in cluster.running}
+    shapes = distinct_shapes(cluster)
     for i, job in enumerate(queue.jobs):
         if job.id in running:
             out.append(InputIssue(f"jobs[{i}].id", "duplicate_id", f"job {job.id!r} is already running"))
-        out.extend(job_problems(job, f"jobs[{i}]", cluster))
+        out.extend(job_problems(job, f"jobs[{i}]", cluster, shapes=shapes))
     return out
 
 

@@ -57,8 +57,7 @@ class Attempt:
 def _gpu_fraction(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
     """Fraction of each node's devices in use after adding one replica of `group`."""
     count = p.node_dev_count[nodes].astype(float)
-    used = count - ledger.free_whole[nodes]
-    used = used + (group.whole if group.whole else 0.0)
+    used = count - ledger.free_whole[nodes] + (group.whole if group.whole else 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(count > 0, used / np.where(count > 0, count, 1), 0.0)
 
@@ -380,7 +379,7 @@ def to_plan(p: Problem, placed: dict[str, list[PlacedReplica]], deferred: dict[s
             out.append(Placement(job=job.id, group=g.name, replica=r.replica, node=p.node_ids[r.node],
                                  devices=[int(p.dev_local[d]) for d in r.devices],
                                  share=r.share if g.share else None, elastic=r.elastic))
-    defer = [Deferred(job=j.id, reason=deferred[j.id][0], detail=deferred[j.id][1])  # type: ignore[arg-type]
+    defer = [Deferred.model_validate({"job": j.id, "reason": deferred[j.id][0], "detail": deferred[j.id][1]})
              for j in p.jobs if j.id in deferred]
     return Plan(placements=out, deferred=defer, solver=stats)
 

@@ -1,0 +1,30 @@
+"""Shared fixtures: the interchange examples (a copy of shared/examples, the format's contract)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from optsched.model import Cluster, Plan, Queue
+
+DATA = Path(__file__).parent / "data"
+EXAMPLES = DATA / "examples"
+
+
+@pytest.fixture
+def example_docs() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Fresh mutable copies of the example cluster, queue and plan documents."""
+    return (yaml.safe_load((EXAMPLES / "cluster.yaml").read_text()),
+            yaml.safe_load((EXAMPLES / "queue.yaml").read_text()),
+            json.loads((EXAMPLES / "plan.json").read_text()))
+
+
+@pytest.fixture
+def example(example_docs: tuple[dict[str, Any], dict[str, Any], dict[str, Any]]) -> tuple[Cluster, Queue, Plan]:
+    """The example documents as models."""
+    c, q, p = example_docs
+    return Cluster.model_validate(c), Queue.model_validate(q), Plan.model_validate(p)

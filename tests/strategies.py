@@ -1,0 +1,163 @@
+"""Hypothesis strategies for valid clusters and queues (small to medium), in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from optsched.model import Cluster, Job, Queue
+from optsched.model.references import job_problems
+
+MODELS = {"GPU-A": {"memory_gib": 80, "speed": 1.0}, "GPU-B": {"memory_gib": 48, "speed": 0.5}}
+INTERCONNECTS = {8: [[list(range(8))], [[0, 1, 2, 3], [4, 5, 6, 7]], [[0, 1], [2, 3], [4, 5], [6, 7]]],
+                 4: [[[0, 1, 2, 3]], [[0, 1], [2, 3]]], 2: [[[0, 1]]], 1: [[[0]]], 0: [None]}
+
+
+@st.composite
+def clusters(draw: st.DrawFn, max_nodes: int = 8, with_tenants: bool | None = None) -> Cluster:
+    """A valid cluster: 1-2 spines, 1-3 leaves each, up to `max_nodes` nodes, optional tenants."""
+    n_spines = draw(st.integers(1, 2))
+    domains: list[dict[str, Any]] = [{"id": f"s{s}", "level": "spine"} for s in range(n_spines)]
+    leaves = []
+    for s in range(n_spines):
+        for leaf in range(draw(st.integers(1, 3))):
+            lid = f"s{s}l{leaf}"
+            leaves.append(lid)
+            domains.append({"id": lid, "level": "leaf", "parent": f"s{s}",
+                            "uplink_gbps": draw(st.sampled_from([100, 400, 1600]))})
+    pools = [{"name": "res", "pricing": "reserved", "price_per_hour": 10.0},
+             {"name": "spot", "pricing": "spot", "price_per_hour": 3.0, "interruption_rate_per_hour": 0.1}]
+    nodes = []
+    for i in range(draw(st.integers(1, max_nodes))):
+        count = draw(st.sampled_from([0, 1, 2, 4, 8, 8]))
+        spot = draw(st.booleans()) and draw(st.booleans())
+        node: dict[str, Any] = {
+            "id": f"n{i}", "domain": draw(st.sampled_from(leaves)), "pool": "spot" if spot else "res",
+            "capacity": {"cpu": draw(st.sampled_from([16000, 64000, 128000])),
+                         "memory": draw(st.sampled_from([65536, 262144, 1048576])),
+                         "rdma_nics": draw(st.sampled_from([0, 1, 4, 8]))},
+            "healthy": draw(st.booleans()) or draw(st.booleans()) or draw(st.booleans()),
+        }
+        if count:
+            unhealthy = draw(st.lists(st.integers(0, count - 1), max_size=1, unique=True))
+            node["devices"] = {"model": draw(st.sampled_from(list(MODELS))), "count": count,
+                               "unhealthy": unhealthy}
+            node["interconnect"] = draw(st.sampled_from(INTERCONNECTS[count]))
+        if spot:
+            node["taints"] = [{"key": "spot", "effect": "NoSchedule"}]
+        if draw(st.booleans()):
+            node["labels"] = {"zone": draw(st.sampled_from(["a", "b"]))}
+        nodes.append(node)
+    doc: dict[str, Any] = {"topology": {"levels": ["spine", "leaf"], "domains": domains},
+                           "device_models": MODELS, "pools": pools, "nodes": nodes}
+    if with_tenants is None:
+        with_tenants = draw(st.booleans())
+    if with_tenants:
+        cohort = draw(st.sampled_from([None, "org"]))
+        tenants = []
+        for name in ("t0", "t1", "t2")[: draw(st.integers(1, 3))]:
+            quotas = {}
+            for m in MODELS:
+                q: dict[str, Any] = {"nominal": draw(st.sampled_from([0, 2, 4, 8, 16]))}
+                if draw(st.booleans()):
+                    q["borrowing_limit"] = draw(st.sampled_from([0, 2, 8]))
+                if draw(st.booleans()):
+                    q["lending_limit"] = draw(st.sampled_from([0, 2, 8]))
+                quotas[m] = q
+            tenants.append({"name": name, "cohort": cohort, "weight": draw(st.sampled_from([1, 2])),
+                            "quotas": quotas})
+        doc["tenants"] = tenants
+    return Cluster.model_validate(doc)
+
+
+@st.composite
+def jobs(draw: st.DrawFn, cluster: Cluster, index: int) -> dict[str, Any]:
+    """One job document (may be invalid for the cluster; `queues` filters those out)."""
+    tenants = [t.name for t in cluster.tenants] or ["default"]
+    n_groups = draw(st.integers(1, 3))
+    groups = []
+    for g in range(n_groups):
+        gpu = draw(st.sampled_from([0, 0, 0.25, 0.5, 1, 2, 4, 8]))
+        rmin = draw(st.integers(0 if n_groups > 1 else 1, 3))
+        group: dict[str, Any] = {
+            "name": f"g{g}",
+            "replicas": {"min": rmin, "max": max(1, rmin + draw(st.integers(0, 2)))},
+            "request": {"cpu": draw(st.sampled_from([0, 1000, 8000, 32000])),
+                        "memory": draw(st.sampled_from([0, 4096, 65536])),
+                        "gpu": gpu, "rdma_nics": draw(st.sampled_from([0, 0, 1, 4]))},
+        }
+        if gpu:
+            if draw(st.booleans()):
+                allowed = draw(st.lists(st.sampled_from(list(MODELS)), min_size=1, max_size=2, unique=True))
+                group["models"] = {m: draw(st.sampled_from([0.5, 1.0, 1.5])) for m in allowed}
+            if gpu >= 1:
+                group["device_affinity"] = draw(st.sampled_from(["none", "preferred", "required"]))
+        if draw(st.booleans()):
+            group["tolerations"] = [{"key": "spot"}]
+        if draw(st.integers(0, 5)) == 0:
+            group["node_selector"] = {"zone": draw(st.sampled_from(["a", "b"]))}
+        if draw(st.integers(0, 4)) == 0:
+            group["spread"] = {"level": draw(st.sampled_from(["node", "leaf"])), "max_skew": draw(st.integers(1, 2))}
+        groups.append(group)
+    job: dict[str, Any] = {
+        "id": f"j{index}", "tenant": draw(st.sampled_from(tenants)), "priority": draw(st.integers(0, 200)),
+        "submitted_at": draw(st.integers(0, 1000)), "groups": groups,
+        "spot": draw(st.sampled_from(["forbidden", "allowed", "preferred"])),
+        "bandwidth_gbps": draw(st.sampled_from([0, 0, 100, 400])),
+    }
+    if draw(st.booleans()):
+        job["gang"] = draw(st.booleans())
+    if draw(st.integers(0, 2)) == 0:
+        job["topology"] = {"level": draw(st.sampled_from(["spine", "leaf", "node"])),
+                           "mode": draw(st.sampled_from(["required", "preferred"]))}
+    if n_groups >= 2 and draw(st.integers(0, 2)) == 0:
+        job["ratios"] = [{"group": "g1", "per": "g0", "min": draw(st.sampled_from([0, 1, 2])),
+                          "max": draw(st.sampled_from([None, 2, 4]))}]
+    if n_groups >= 2 and draw(st.integers(0, 3)) == 0:
+        job["colocate"] = [{"groups": ["g0", "g1"], "level": draw(st.sampled_from(["leaf", "node"]))}]
+    return job
+
+
+@st.composite
+def queues(draw: st.DrawFn, cluster: Cluster, max_jobs: int = 8) -> Queue:
+    """A valid queue for `cluster`: jobs whose references do not resolve are dropped."""
+    out = []
+    for i in range(draw(st.integers(0, max_jobs))):
+        doc = draw(jobs(cluster, i))
+        try:
+            job = Job.model_validate(doc)
+        except ValueError:
+            continue
+        if not job_problems(job, "job", cluster):
+            out.append(job)
+    return Queue(now=2000, jobs=out)
+
+
+@st.composite
+def rounds(draw: st.DrawFn, max_nodes: int = 8, max_jobs: int = 8) -> tuple[Cluster, Queue]:
+    """A cluster and a queue for it."""
+    cluster = draw(clusters(max_nodes=max_nodes))
+    return cluster, draw(queues(cluster, max_jobs=max_jobs))
+
+
+@st.composite
+def busy_rounds(draw: st.DrawFn, max_nodes: int = 8, max_jobs: int = 6) -> tuple[Cluster, Queue]:
+    """A cluster whose running jobs were placed by a baseline, and a fresh queue for it."""
+    from optsched.model import ReplicaPlacement, RunningJob
+    from optsched.problem import compile_problem
+    from optsched.solvers.greedy import solve_greedy
+
+    cluster = draw(clusters(max_nodes=max_nodes))
+    first = draw(queues(cluster, max_jobs=max_jobs))
+    plan = solve_greedy(compile_problem(cluster, first), draw(st.sampled_from(["first-fit", "spread"])))
+    running = []
+    for job in first.jobs:
+        places = [ReplicaPlacement(group=x.group, replica=x.replica, node=x.node, devices=x.devices, share=x.share)
+                  for x in plan.placements if x.job == job.id]
+        if places:
+            spec = job.model_copy(update={"id": f"run-{job.id}", "preemptible": draw(st.booleans())})
+            running.append(RunningJob(job=spec, checkpoint_age_s=draw(st.sampled_from([0, 600, 3600])),
+                                      placements=places))
+    cluster = cluster.model_copy(update={"running": running})
+    return cluster, draw(queues(cluster, max_jobs=max_jobs))

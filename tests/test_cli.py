@@ -1,0 +1,63 @@
+"""The `optsched` command: exit codes and outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from typer.testing import CliRunner
+
+from optsched.cli import app
+from tests.conftest import EXAMPLES
+
+runner = CliRunner()
+C, Q, P = (str(EXAMPLES / n) for n in ("cluster.yaml", "queue.yaml", "plan.json"))
+
+
+def test_check_valid_and_invalid(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["check", C, Q, P]).exit_code == 0
+    plan = json.loads(Path(P).read_text())
+    plan["evictions"] = []
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(plan))
+    res = runner.invoke(app, ["check", C, Q, str(bad)])
+    assert res.exit_code == 1 and "devices" in res.output
+
+
+def test_solve_writes_a_valid_plan(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    res = runner.invoke(app, ["solve", C, Q, "--solver", "volcano", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "admitted jobs" in res.output
+    assert runner.invoke(app, ["check", C, Q, str(out)]).exit_code == 0
+
+
+def test_evaluate_json() -> None:
+    res = runner.invoke(app, ["evaluate", C, Q, P, "--json"])
+    assert res.exit_code == 0
+    assert json.loads(res.output)["disruption"] == 1.0
+
+
+def test_input_error_exit_2(tmp_path: Path) -> None:
+    doc: dict[str, Any] = yaml.safe_load(Path(C).read_text())
+    doc["nodes"][0]["domain"] = "nowhere"
+    bad = tmp_path / "c.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    res = runner.invoke(app, ["solve", str(bad), Q])
+    assert res.exit_code == 2
+    assert "nodes[0].domain" in res.output and "Traceback" not in res.output
+
+
+def test_schema() -> None:
+    res = runner.invoke(app, ["schema", "plan"])
+    assert res.exit_code == 0 and "placements" in json.loads(res.output)["properties"]
+
+
+def test_generate(tmp_path: Path) -> None:
+    out = tmp_path / "q.yaml"
+    res = runner.invoke(app, ["generate", "--cluster", C, "--mix", "inference", "--jobs", "5", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(yaml.safe_load(out.read_text())["jobs"]) == 5
+    assert runner.invoke(app, ["solve", C, str(out)]).exit_code == 0

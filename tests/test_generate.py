@@ -1,0 +1,50 @@
+"""Generated inputs: reference clusters load; generated queues are valid and sized as asked."""
+
+from __future__ import annotations
+
+import pytest
+
+from optsched import check, load_cluster
+from optsched.generate import MODELS_DIR, free_gpus, generate_queue, load_mix
+from optsched.problem import compile_problem
+from optsched.solve import solve_problem
+
+REFERENCE = ["dgx-h100-1k", "ascend-910b-4k", "mixed-cloud-10k"]
+
+
+@pytest.fixture(scope="module", params=REFERENCE)
+def reference(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    return request.param, load_cluster(MODELS_DIR / "clusters" / f"{request.param}.yaml")
+
+
+def test_reference_cluster_shapes(reference) -> None:  # type: ignore[no-untyped-def]
+    name, c = reference
+    gpus = sum(n.devices.count for n in c.nodes if n.devices)
+    assert gpus == {"dgx-h100-1k": 1024, "ascend-910b-4k": 4096, "mixed-cloud-10k": 10240}[name]
+    if name == "mixed-cloud-10k":
+        assert len(c.tenants) == 3 and 0.5 <= 1 - free_gpus(c) / gpus <= 0.65
+        assert {p.pricing for p in c.pools} == {"reserved", "on_demand", "spot"}
+    if name == "ascend-910b-4k":
+        assert c.nodes[0].interconnect == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_generated_queue_round_is_checked(reference) -> None:  # type: ignore[no-untyped-def]
+    _, c = reference
+    q = generate_queue(c, "mixed", jobs=60, load=1.0, seed=4)
+    assert len(q.jobs) == 60
+    demand = sum(j.min_gpus for j in q.jobs)
+    assert 0.7 * free_gpus(c) <= demand <= 1.3 * free_gpus(c)
+    p = compile_problem(c, q)
+    plan = solve_problem(p, solver="volcano")
+    assert check(c, q, plan) == []
+
+
+def test_generation_is_deterministic(reference) -> None:  # type: ignore[no-untyped-def]
+    _, c = reference
+    assert generate_queue(c, "rl", jobs=5, seed=1) == generate_queue(c, "rl", jobs=5, seed=1)
+    assert generate_queue(c, "rl", jobs=5, seed=1) != generate_queue(c, "rl", jobs=5, seed=2)
+
+
+def test_mixes_are_normalised() -> None:
+    for name in ("llm-training", "inference", "rl", "mixed"):
+        assert sum(w for _, w in load_mix(name)) == pytest.approx(1.0)

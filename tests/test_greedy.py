@@ -1,0 +1,171 @@
+"""Greedy baselines: every plan passes the validator, and each strategy behaves as its source says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from optsched.check import check_problem
+from optsched.metrics import evaluate_problem
+from optsched.model import Cluster, Queue
+from optsched.problem import compile_problem
+from optsched.solvers.greedy import STRATEGIES, solve_greedy
+from tests.strategies import busy_rounds, rounds
+
+NAMES = sorted(STRATEGIES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_plans_are_valid(example: Any, name: str) -> None:
+    c, q, _ = example
+    p = compile_problem(c, q)
+    plan = solve_greedy(p, name)
+    assert check_problem(p, plan) == []
+    assert {x.job for x in plan.placements} | {d.job for d in plan.deferred} == {j.id for j in q.jobs}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=rounds())
+def test_every_baseline_plan_passes_check(data: tuple[Cluster, Queue]) -> None:
+    cluster, queue = data
+    p = compile_problem(cluster, queue)
+    for name in NAMES:
+        plan = solve_greedy(p, name)
+        violations = check_problem(p, plan)
+        assert violations == [], (name, [str(v) for v in violations])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=busy_rounds())
+def test_every_baseline_plan_passes_check_on_busy_clusters(data: tuple[Cluster, Queue]) -> None:
+    cluster, queue = data
+    p = compile_problem(cluster, queue)
+    for name in NAMES:
+        plan = solve_greedy(p, name)
+        assert check_problem(p, plan) == [], name
+
+
+def _cluster(nodes: list[dict[str, Any]], leaves: int = 1, uplink: float = 1e6,
+             tenants: list[dict[str, Any]] | None = None) -> Cluster:
+    domains: list[dict[str, Any]] = [{"id": "s", "level": "spine"}]
+    domains += [{"id": f"l{i}", "level": "leaf", "parent": "s", "uplink_gbps": uplink} for i in range(leaves)]
+    doc: dict[str, Any] = {"topology": {"levels": ["spine", "leaf"], "domains": domains},
+                           "device_models": {"G": {}}, "nodes": nodes}
+    if tenants:
+        doc["tenants"] = tenants
+    return Cluster.model_validate(doc)
+
+
+def _node(i: int, leaf: int = 0, gpus: int = 8, inter: list[list[int]] | None = None) -> dict[str, Any]:
+    return {"id": f"n{i}", "domain": f"l{leaf}", "capacity": {"cpu": 64000, "memory": 262144},
+            "devices": {"model": "G", "count": gpus}, "interconnect": inter}
+
+
+def _job(jid: str, gpu: float, replicas: int = 1, **extra: Any) -> dict[str, Any]:
+    group = {"name": "w", "replicas": {"min": replicas, "max": replicas}, "request": {"gpu": gpu, "cpu": 1000}}
+    group.update(extra.pop("group", {}))
+    return {"id": jid, "groups": [group], **extra}
+
+
+def _nodes_of(plan: Any, job: str) -> list[str]:
+    return [x.node for x in plan.placements if x.job == job]
+
+
+def test_best_fit_packs_and_spread_spreads() -> None:
+    c = _cluster([_node(0), _node(1)])
+    q = Queue.model_validate({"jobs": [_job("a", 2), _job("b", 2, submitted_at=1)]})
+    p = compile_problem(c, q)
+    packed = solve_greedy(p, "best-fit")
+    spread = solve_greedy(p, "spread")
+    assert _nodes_of(packed, "a") == _nodes_of(packed, "b")
+    assert _nodes_of(spread, "a") != _nodes_of(spread, "b")
+
+
+def test_priority_order_wins_contention() -> None:
+    c = _cluster([_node(0)])
+    q = Queue.model_validate({"jobs": [_job("low", 8, priority=1), _job("high", 8, priority=9, submitted_at=5)]})
+    for name in NAMES:
+        plan = solve_greedy(compile_problem(c, q), name)
+        assert _nodes_of(plan, "high") == ["n0"] and plan.deferred[0].job == "low", name
+
+
+def test_gang_is_all_or_nothing() -> None:
+    c = _cluster([_node(0), _node(1, gpus=4)])
+    q = Queue.model_validate({"jobs": [_job("g", 8, replicas=2)]})
+    for name in NAMES:
+        plan = solve_greedy(compile_problem(c, q), name)
+        assert plan.placements == [] and plan.deferred[0].reason == "capacity", name
+
+
+def test_topo_best_fit_keeps_gang_in_one_leaf() -> None:
+    """Two leaves; leaf 0 has one free node, leaf 1 two: a 2-node gang goes to leaf 1 whole."""
+    c = _cluster([_node(0, 0), _node(1, 1), _node(2, 1)], leaves=2)
+    q = Queue.model_validate({"jobs": [_job("g", 8, replicas=2, topology={"level": "leaf"})]})
+    p = compile_problem(c, q)
+    tree = solve_greedy(p, "topo-best-fit")
+    first = solve_greedy(p, "first-fit")
+    assert sorted(_nodes_of(tree, "g")) == ["n1", "n2"]
+    assert sorted(_nodes_of(first, "g")) == ["n0", "n1"]  # first fit straddles the leaves
+    assert evaluate_problem(p, tree).topology == 0 and evaluate_problem(p, first).topology == 1
+
+
+def test_interconnect_group_best_fit() -> None:
+    """A 2-GPU request with affinity goes into the tighter free group (best) or the first group (first)."""
+    c = _cluster([_node(0, inter=[[0, 1, 2, 3], [4, 5, 6, 7]])])
+    q = Queue.model_validate({"jobs": [
+        _job("a", 1, priority=9, group={"device_affinity": "required"}),
+        _job("b", 4, priority=5, group={"device_affinity": "required"}),
+        _job("c", 2, priority=1, group={"device_affinity": "required"}),
+    ]})
+    p = compile_problem(c, q)
+    plan = solve_greedy(p, "topo-best-fit")
+    devs = {x.job: x.devices for x in plan.placements}
+    assert devs["a"] == [0] and devs["b"] == [4, 5, 6, 7] and devs["c"] == [1, 2]
+    assert check_problem(p, plan) == []
+
+
+def test_volcano_drf_order_alternates_tenants() -> None:
+    """At equal priority, Volcano's DRF order gives the next slot to the tenant with the lower share."""
+    tenants = [{"name": "a"}, {"name": "b"}]
+    c = _cluster([_node(0), _node(1)], tenants=tenants)
+    jobs = [_job(f"a{i}", 4, tenant="a", submitted_at=i) for i in range(3)]
+    jobs += [_job(f"b{i}", 4, tenant="b", submitted_at=10 + i) for i in range(3)]
+    plan = solve_greedy(compile_problem(c, Queue.model_validate({"jobs": jobs})), "volcano")
+    admitted = sorted({x.job for x in plan.placements})
+    assert admitted == ["a0", "a1", "b0", "b1"]
+    fifo = solve_greedy(compile_problem(c, Queue.model_validate({"jobs": jobs})), "first-fit")
+    assert sorted({x.job for x in fifo.placements}) == ["a0", "a1", "a2", "b0"]
+
+
+def test_quota_defers_with_reason() -> None:
+    tenants = [{"name": "a", "quotas": {"G": {"nominal": 4}}}]
+    c = _cluster([_node(0)], tenants=tenants)
+    q = Queue.model_validate({"jobs": [_job("x", 4, tenant="a"), _job("y", 4, tenant="a", submitted_at=1)]})
+    plan = solve_greedy(compile_problem(c, q), "volcano")
+    assert [d.reason for d in plan.deferred] == ["quota"]
+
+
+def test_bandwidth_defers_crossing_gang() -> None:
+    c = _cluster([_node(0, 0), _node(1, 1)], leaves=2, uplink=100)
+    q = Queue.model_validate({"jobs": [_job("g", 8, replicas=2, bandwidth_gbps=200)]})
+    plan = solve_greedy(compile_problem(c, q), "first-fit")
+    assert plan.deferred[0].reason == "bandwidth"
+
+
+def test_elastic_replicas_fill_up_to_max() -> None:
+    c = _cluster([_node(0)])
+    q = Queue.model_validate({"jobs": [{"id": "e", "groups": [
+        {"name": "w", "replicas": {"min": 1, "max": 5}, "request": {"gpu": 2}}]}]})
+    plan = solve_greedy(compile_problem(c, q), "best-fit")
+    assert len(plan.placements) == 4 and [x.elastic for x in plan.placements] == [False, True, True, True]
+
+
+def test_fractional_shares_pack_on_one_device_with_best_fit() -> None:
+    c = _cluster([_node(0, gpus=2)])
+    q = Queue.model_validate({"jobs": [_job(f"f{i}", 0.25, submitted_at=i) for i in range(4)]})
+    p = compile_problem(c, q)
+    plan = solve_greedy(p, "best-fit")
+    assert {tuple(x.devices) for x in plan.placements} == {(0,)}
+    assert check_problem(p, plan) == []

@@ -1,0 +1,80 @@
+"""`solve()`: pure, validated, within the time limit, objective filled by the metrics."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+import optsched
+from optsched import InputError, check, evaluate, solve
+from optsched.model import Cluster, Queue
+
+
+def test_auto_returns_best_checked_plan(example: Any) -> None:
+    c, q, _ = example
+    plan = solve(c, q)
+    assert check(c, q, plan) == []
+    assert plan.solver.name.startswith("auto:")
+    tried = plan.solver.extra["tried"]
+    assert plan.objective["admitted_value"] == pytest.approx(max(tried.values()))
+    assert plan.objective == evaluate(c, q, plan).objective()
+
+
+@pytest.mark.parametrize("name", [n for n in optsched.solver_names() if n != "auto"])
+def test_each_named_solver(example: Any, name: str) -> None:
+    c, q, _ = example
+    plan = solve(c, q, solver=name, seed=3)
+    assert plan.solver.name == name and plan.solver.seed == 3
+    assert check(c, q, plan) == []
+
+
+def test_unknown_solver_and_objective(example: Any) -> None:
+    c, q, _ = example
+    with pytest.raises(InputError, match="unknown_solver"):
+        solve(c, q, solver="magic")
+    with pytest.raises(InputError, match="unknown_term"):
+        solve(c, q, objective={"happiness": 1.0})
+
+
+def test_objective_weights_pick_by_weighted_sum(example: Any) -> None:
+    c, q, _ = example
+    by_frag = solve(c, q, objective=["fragmentation"])
+    tried = solve(c, q).solver.extra["tried"]
+    assert by_frag.objective["fragmentation"] <= solve(c, q, solver="first-fit").objective["fragmentation"]
+    assert tried
+
+
+def test_bad_input_raises_input_error(example_docs: Any) -> None:
+    c, q, _ = example_docs
+    q["jobs"][0]["tenant"] = "ghost"
+    with pytest.raises(InputError) as info:
+        solve(Cluster.model_validate(c), Queue.model_validate(q))
+    assert info.value.problems[0].path == "jobs[0].tenant"
+
+
+def test_inputs_are_not_mutated(example: Any) -> None:
+    c, q, _ = example
+    before = (c.model_dump_json(), q.model_dump_json())
+    solve(c, q)
+    assert (c.model_dump_json(), q.model_dump_json()) == before
+
+
+def test_deterministic(example: Any) -> None:
+    c, q, _ = example
+    a, b = solve(c, q, solver="volcano"), solve(c, q, solver="volcano")
+    assert a.placements == b.placements and a.deferred == b.deferred
+
+
+def test_time_limit_respected_generously() -> None:
+    """A 300-job round on a 64-node cluster with a 0.3 s limit returns a checked plan well within 2 s."""
+    from optsched.generate import NodeGroup, fat_tree_cluster, generate_queue
+
+    g = NodeGroup(64, "H100-SXM", 8, [list(range(8))], {"cpu": 192000, "memory": 2097152, "rdma_nics": 8}, "p")
+    c = fat_tree_cluster([g], nodes_per_leaf=16, leaves_per_spine=2)
+    q = generate_queue(c, "mixed", jobs=300, load=3.0, seed=1)
+    start = time.perf_counter()
+    plan = solve(c, q, time_limit=0.3)
+    assert time.perf_counter() - start < 2.0
+    assert check(c, q, plan) == []

@@ -106,6 +106,47 @@ class Ledger:
         if gbps and len(domains):
             np.add.at(self.uplink_load, domains, sign * gbps)
 
+    def add_many(self, items: list[tuple[JobSpec, GroupSpec, int, tuple[int, ...], float]]) -> None:
+        """Account many replicas at once (vectorised; device summaries refreshed once)."""
+        if not items:
+            return
+        p = self.problem
+        nodes = np.fromiter((it[2] for it in items), dtype=np.int64, count=len(items))
+        np.add.at(self.used, nodes, np.stack([it[1].req for it in items]))
+        devs = [d for it in items for d in it[3]]
+        if devs:
+            shares = [it[4] for it in items for _ in it[3]]
+            np.add.at(self.dev_used, np.array(devs, dtype=np.int64), np.array(shares))
+            self._refresh_all_devices()
+        if len(p.flavors):
+            for job, group, node, _, _ in items:
+                self.quota_used[job.tenant] += flavor_use(p, group, node)
+
+    def copy(self) -> Ledger:
+        """An independent copy of this ledger."""
+        other = Ledger.__new__(Ledger)
+        other.problem = self.problem
+        for name in ("used", "dev_used", "uplink_load", "quota_used", "free_whole", "max_group_free",
+                     "max_share_free"):
+            setattr(other, name, getattr(self, name).copy())
+        return other
+
+    @classmethod
+    def with_running(cls, problem: Problem) -> Ledger:
+        """A ledger holding every running job where it sits (built once per problem, then copied)."""
+        key = ("running_ledger",)
+        base = problem._cache.get(key)
+        if base is None:
+            base = cls(problem)
+            base.add_many([(j, j.groups[pl.group], pl.node, pl.devices, pl.share)
+                           for j in problem.running for pl in j.placements])
+            for j in problem.running:
+                nodes = np.array([pl.node for pl in j.placements], dtype=np.int64)
+                base.add_uplink(crossed_domains(problem, nodes), j.bandwidth)
+            problem._cache[key] = base
+        out: Ledger = base.copy()
+        return out
+
     def add_running(self, job: JobSpec, sign: float = 1.0) -> None:
         """Account (or release) a running job where it sits, uplinks included."""
         for pl in job.placements:

@@ -93,15 +93,15 @@ class PlanView:
             self.replicas.append(rep)
             self.by_job[job.id].append(rep)
 
-        self.ledger = Ledger(p)
-        for job in self.kept:
-            self.ledger.add_running(job)
+        self.ledger = Ledger.with_running(p)
+        for job in p.running:
+            if job.id in self.evicted:
+                self.ledger.add_running(job, sign=-1.0)
+        items = [(r.job, r.job.groups[r.group], r.node, r.devices, r.share) for r in self.replicas]
+        self.ledger.add_many(items)
         self.new_usage = Ledger(p)
         """Usage of the new placements alone (to tell a plan's fault from the input's)."""
-        for rep in self.replicas:
-            group = rep.job.groups[rep.group]
-            self.ledger.add(rep.job, group, rep.node, rep.devices, rep.share)
-            self.new_usage.add(rep.job, group, rep.node, rep.devices, rep.share)
+        self.new_usage.add_many(items)
 
     def job_nodes(self, job_id: str) -> IArray:
         """Nodes of the placed replicas of a job (with repetition)."""

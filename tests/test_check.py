@@ -223,3 +223,44 @@ def test_reclaim_needs_borrowing_tenant(example_docs: Docs) -> None:
     c, q, p = example_docs
     p["evictions"][0]["reason"] = "reclaimed"
     assert rules(c, q, p) == {"preemption"}
+
+
+# ---------------------------------------------------------------------------- property corruptions
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from optsched.check import check_problem  # noqa: E402
+from optsched.problem import compile_problem  # noqa: E402
+from optsched.solvers.greedy import solve_greedy  # noqa: E402
+from tests.strategies import rounds  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=rounds(max_jobs=6), choice=st.integers(0, 10**6))
+def test_corrupting_a_valid_plan_is_caught(data: tuple[Cluster, Queue], choice: int) -> None:
+    """Take a checked baseline plan, break it in one way, and the validator names that rule."""
+    cluster, queue = data
+    p = compile_problem(cluster, queue)
+    plan = solve_greedy(p, "first-fit")
+    assert check_problem(p, plan) == []
+    doc = plan.model_dump()
+    placed = doc["placements"]
+    corruptions = []
+    if doc["deferred"]:
+        corruptions.append(("completeness", lambda d: d["deferred"].pop(choice % len(d["deferred"]))))
+    if placed:
+        k = choice % len(placed)
+        corruptions.append(("replicas", lambda d: d["placements"].append(dict(d["placements"][k]))))
+        corruptions.append(("completeness", lambda d: d.update(placements=[
+            x for x in d["placements"] if x["job"] != placed[k]["job"]])))
+        corruptions.append(("reference", lambda d: d["placements"][k].update(node="ghost")))
+        if placed[k]["share"] is not None:
+            corruptions.append(("devices", lambda d: d["placements"][k].update(share=min(0.999, d["placements"][k]["share"] + 0.001))))
+        elif placed[k]["devices"]:
+            corruptions.append(("devices", lambda d: d["placements"][k]["devices"].pop()))
+    if not corruptions:
+        return
+    rule, corrupt = corruptions[choice % len(corruptions)]
+    corrupt(doc)
+    got = {v.rule for v in check_problem(p, Plan.model_validate(doc))}
+    assert rule in got, (rule, got)

@@ -61,3 +61,19 @@ def test_generate(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert len(yaml.safe_load(out.read_text())["jobs"]) == 5
     assert runner.invoke(app, ["solve", C, str(out)]).exit_code == 0
+
+
+def test_generate_solve_check_on_every_reference_cluster(tmp_path: Path) -> None:
+    """The issue's acceptance path: generate, solve with volcano, check, on all three clusters."""
+    from optsched.generate import MODELS_DIR
+
+    for name in ("dgx-h100-1k", "ascend-910b-4k", "mixed-cloud-10k"):
+        cluster = str(MODELS_DIR / "clusters" / f"{name}.yaml")
+        queue, plan = tmp_path / f"{name}-q.yaml", tmp_path / f"{name}-p.json"
+        res = runner.invoke(app, ["generate", "--cluster", cluster, "--mix", "mixed", "--jobs", "200",
+                                  "--load", "1.5", "--seed", "0", "-o", str(queue)])
+        assert res.exit_code == 0, res.output
+        res = runner.invoke(app, ["solve", cluster, str(queue), "--solver", "volcano", "-o", str(plan)])
+        assert res.exit_code == 0, res.output
+        res = runner.invoke(app, ["check", cluster, str(queue), str(plan)])
+        assert res.exit_code == 0, res.output

@@ -23,9 +23,14 @@ from optsched.view import PlanView
 def workload_mix(p: Problem) -> list[tuple[JobSpec, GroupSpec, float]]:
     """Task types with their popularity (summing to 1)."""
     source = p.jobs if p.jobs else p.running
-    items = [(j, g, float(max(g.rmin, 1))) for j in source for g in j.groups]
-    total = sum(w for _, _, w in items)
-    return [(j, g, w / total) for j, g, w in items] if total else []
+    types: dict[tuple[bytes, float, bytes, str], tuple[JobSpec, GroupSpec, float]] = {}
+    for j in source:
+        for g in j.groups:
+            key = (g.req.tobytes(), g.gpu, g.model_speed.tobytes() if g.gpu else b"", g.affinity)
+            old = types.get(key)
+            types[key] = (j, g, (old[2] if old else 0.0) + float(max(g.rmin, 1)))
+    total = sum(w for _, _, w in types.values())
+    return [(j, g, w / total) for j, g, w in types.values()] if total else []
 
 
 def node_fragmentation(p: Problem, ledger: Ledger, mix: list[tuple[JobSpec, GroupSpec, float]]) -> FArray:

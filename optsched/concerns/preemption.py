@@ -31,10 +31,7 @@ def _running_usage_before(p: Problem) -> np.ndarray:
     """Quota usage (T x F) of all running jobs at the start of the round."""
     key = ("running_quota",)
     if key not in p._cache:
-        ledger = Ledger(p)
-        for job in p.running:
-            ledger.add_running(job)
-        p._cache[key] = ledger.quota_used.copy()
+        p._cache[key] = Ledger.with_running(p).quota_used.copy()
     used: np.ndarray = p._cache[key]
     return used
 

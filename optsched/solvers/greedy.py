@@ -154,9 +154,7 @@ class GreedyEngine:
     def __init__(self, problem: Problem, strategy: Strategy) -> None:
         self.p = problem
         self.s = strategy
-        self.ledger = Ledger(problem)
-        for job in problem.running:
-            self.ledger.add_running(job)
+        self.ledger = Ledger.with_running(problem)
         self.real = ~problem.node_provisioned
         self.tenant_share_use = np.zeros((len(problem.tenant_names), len(problem.resources) + 1))
 

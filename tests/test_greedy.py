@@ -29,22 +29,20 @@ def test_example_plans_are_valid(example: Any, name: str) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=rounds())
 def test_every_baseline_plan_passes_check(data: tuple[Cluster, Queue]) -> None:
-    cluster, queue = data
-    p = compile_problem(cluster, queue)
-    for name in NAMES:
-        plan = solve_greedy(p, name)
-        violations = check_problem(p, plan)
-        assert violations == [], (name, [str(v) for v in violations])
+    _assert_every_baseline_valid(*data)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=busy_rounds())
 def test_every_baseline_plan_passes_check_on_busy_clusters(data: tuple[Cluster, Queue]) -> None:
-    cluster, queue = data
+    _assert_every_baseline_valid(*data)
+
+
+def _assert_every_baseline_valid(cluster: Cluster, queue: Queue) -> None:
     p = compile_problem(cluster, queue)
     for name in NAMES:
-        plan = solve_greedy(p, name)
-        assert check_problem(p, plan) == [], name
+        violations = check_problem(p, solve_greedy(p, name))
+        assert violations == [], (name, [str(v) for v in violations])
 
 
 def _cluster(nodes: list[dict[str, Any]], leaves: int = 1, uplink: float = 1e6,

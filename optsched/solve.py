@@ -26,7 +26,7 @@ order is by admitted value in benchmarks/results/baselines.md."""
 
 def solver_names() -> list[str]:
     """Names accepted by `solve(..., solver=...)`."""
-    return ["auto", *STRATEGIES]
+    return ["auto", "cpsat", *STRATEGIES]
 
 
 EVALUATE_RESERVE = 0.1
@@ -41,6 +41,10 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
     goal = Objective.parse(objective)
     if solver not in solver_names():
         raise InputError([InputIssue("solver", "unknown_solver", f"{solver!r}; known: {solver_names()}")])
+    if solver == "cpsat":
+        from optsched.solvers.cpsat import solve_cpsat  # lazy: OR-Tools loads only when asked for
+
+        return solve_cpsat(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
     names = AUTO_ORDER if solver == "auto" else (solver,)
     best: Plan | None = None
     tried: dict[str, float] = {}

@@ -7,11 +7,17 @@ Kept and placed replicas' requests on a node stay within its capacity for every 
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from optsched.concerns.base import Violation
 from optsched.ledger import EPS
 from optsched.view import PlanView
+
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
 
 
 def check(view: PlanView) -> list[Violation]:
@@ -26,3 +32,21 @@ def check(view: PlanView) -> list[Violation]:
             node=p.node_ids[n], values={"resource": p.resources[r], "used": float(view.ledger.used[n, r]),
                                         "capacity": float(p.cap[n, r])}))
     return out
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: per node and resource, sum of requests <= what is free (docs/formulation.md C1)."""
+    p = r.p
+    free = p.cap - r.base.used
+    for res in range(len(p.resources)):
+        reqs = {key: float(p.jobs[key[0]].groups[key[1]].req[res]) for keys in r.by_node.values() for key in keys}
+        integral = all(float(x).is_integer() for x in reqs.values()) and np.all(np.mod(free[:, res], 1) == 0)
+        scale = 1 if integral else 1000
+        for v, keys in r.by_node.items():
+            terms = [(math.ceil(reqs[k] * scale - 1e-9), r.y[k]) for k in keys if reqs[k] > 0]
+            if not terms:
+                continue
+            cap = math.floor(free[v, res] * scale + 1e-6)
+            if sum(c * r.model_ub(var) for c, var in terms) <= cap:
+                continue  # cannot bind
+            r.model.add(r.wsum((var for _, var in terms), (c for c, _ in terms)) <= cap)

@@ -9,7 +9,8 @@ indices for search; `replica_problems` and `check` verify them.
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -17,6 +18,11 @@ from optsched.concerns.base import Violation
 from optsched.ledger import EPS, Ledger
 from optsched.problem import GroupSpec, Problem
 from optsched.view import PlanView
+
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound, Key
+
+MILLI = 1000
 
 DevicePolicy = Literal["first", "best"]
 
@@ -134,3 +140,160 @@ def check(view: PlanView) -> list[Violation]:
         out.append(Violation("devices", f"device {int(p.dev_local[d])} used {view.ledger.dev_used[d]:g} > 1",
                              node=p.node_ids[p.dev_node[d]], values={"used": float(view.ledger.dev_used[d])}))
     return out
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: whole devices per interconnect group, fractional shares per device (formulation D1-D6).
+
+    Per node v, with F_q the fully free healthy devices of interconnect group q:
+    - fractional keys get per-device counts ``z[k, d]``; a fully free device that takes any share
+      is marked ``u[d]`` and is no longer free for whole replicas (D1, D2);
+    - on a node with one group, or without replicas that need affinity, the whole devices of all
+      replicas plus the marked devices fit the free devices (D3);
+    - otherwise, replicas with `device_affinity: required` are counted per group (``yq``), those
+      larger than a group take whole groups (``kq``, nodes with equal group sizes only), the rest
+      spread over groups as ``t[q]``, and each group's use fits its free devices (D4-D6).
+    Decoding reads these counts back to pick device indices (`pick_from_counts`).
+    """
+    p, m, base = r.p, r.model, r.base
+    plan = r.device_plan
+    z: dict[tuple[Key, int], Any] = plan.setdefault("z", {})
+    u: dict[int, Any] = plan.setdefault("u", {})
+    yq: dict[tuple[Key, int], Any] = plan.setdefault("yq", {})
+    kq: dict[tuple[Key, int], Any] = plan.setdefault("kq", {})
+    for v, keys in r.by_node.items():
+        a, b = base.node_devices(v)
+        if a == b:
+            continue
+        groups_of = {k: p.jobs[k[0]].groups[k[1]] for k in keys}
+        dev_keys = [k for k in keys if groups_of[k].uses_devices]
+        if not dev_keys:
+            continue
+        healthy = p.dev_healthy[a:b]
+        used = base.dev_used[a:b]
+        fully_free = [a + i for i in range(b - a) if healthy[i] and used[i] <= EPS]
+        partial = [a + i for i in range(b - a) if healthy[i] and EPS < used[i] < 1 - EPS]
+        frac = [k for k in dev_keys if groups_of[k].share]
+        for d in fully_free if frac else []:
+            u[d] = m.new_bool_var(f"u[{d}]")
+        for k in frac:  # D1, D2
+            share = round(groups_of[k].share * MILLI)
+            per_dev = []
+            for d in [*partial, *fully_free]:
+                cap = math.floor((1.0 - float(base.dev_used[d])) * MILLI + 1e-6)
+                if cap >= share:
+                    var = m.new_int_var(0, cap // share, f"z[{k},{d}]")
+                    z[(k, d)] = var
+                    per_dev.append(var)
+            m.add(r.y[k] == r.sum(per_dev))
+        on_node: dict[int, list[tuple[int, Any]]] = {}
+        for k in frac:
+            for d in [*partial, *fully_free]:
+                if (k, d) in z:
+                    on_node.setdefault(d, []).append((round(groups_of[k].share * MILLI), z[(k, d)]))
+        for d, items in on_node.items():
+            load = r.wsum((x for _, x in items), (c for c, _ in items))
+            cap = MILLI if d in u else math.floor((1.0 - float(base.dev_used[d])) * MILLI + 1e-6)
+            m.add(load <= (MILLI * u[d] if d in u else cap))
+        whole = [k for k in dev_keys if groups_of[k].whole]
+        if not whole:
+            continue
+        marks = r.sum(u[d] for d in fully_free if d in u)
+        gids = sorted(set(p.dev_group[a:b].tolist()))
+        needs_affinity = [k for k in whole if groups_of[k].affinity == "required"]
+        if len(gids) == 1 or not needs_affinity:  # D3
+            m.add(r.wsum((r.y[k] for k in whole), (groups_of[k].whole for k in whole)) + marks
+                  <= int(base.free_whole[v]))
+            continue
+        free_q = {q: [d for d in fully_free if p.dev_group[d] == q] for q in gids}
+        sizes = {int(p.group_size[q]) for q in gids}
+        t = {q: m.new_int_var(0, len(free_q[q]), f"t[{v},{q}]") for q in gids}
+        use_q: dict[int, list[Any]] = {q: [t[q], *(u[d] for d in free_q[q] if d in u)] for q in gids}
+        for k in needs_affinity:
+            g = groups_of[k]
+            if g.whole <= p.node_max_group[v]:  # D4: inside one group
+                parts = []
+                for q in gids:
+                    if len(free_q[q]) >= g.whole:
+                        var = m.new_int_var(0, len(free_q[q]) // g.whole, f"yq[{k},{q}]")
+                        yq[(k, q)] = var
+                        parts.append(var)
+                        use_q[q].append(g.whole * var)
+                m.add(r.y[k] == r.sum(parts))
+            elif len(sizes) == 1 and g.whole % next(iter(sizes)) == 0:  # D5: whole groups
+                size = next(iter(sizes))
+                parts = []
+                for q in gids:
+                    if len(free_q[q]) == size:
+                        var = m.new_bool_var(f"kq[{k},{q}]")
+                        kq[(k, q)] = var
+                        parts.append(var)
+                        use_q[q].append(size * var)
+                m.add(g.whole * r.y[k] == size * r.sum(parts))
+            else:
+                m.add(r.y[k] == 0)  # unequal groups: not modelled, not placed here
+        rest = [k for k in whole if groups_of[k].affinity != "required"]
+        m.add(r.sum(t.values()) == r.wsum((r.y[k] for k in rest), (groups_of[k].whole for k in rest)))  # D6
+        for q in gids:
+            m.add(r.sum(use_q[q]) <= len(free_q[q]))
+
+
+def pick_from_counts(r: CpsatRound, solver: Any, v: int,
+                     replicas: list[tuple[Key, GroupSpec]]) -> list[tuple[tuple[int, ...], float]] | None:
+    """Device indices for the replicas placed on node `v`, read from the model's per-group counts.
+
+    Order: fractional replicas on their devices, affinity replicas in their groups, then the
+    rest on any free devices. Returns None if the counts cannot be realised (a model bug).
+    """
+    p, base = r.p, r.base
+    plan = r.device_plan
+    a, b = base.node_devices(v)
+    free = [d for d in range(a, b) if p.dev_healthy[d] and base.dev_used[d] <= EPS]
+    taken: set[int] = set()
+    out: list[tuple[tuple[int, ...], float] | None] = [None] * len(replicas)
+    todo: dict[Key, list[int]] = {}
+    for i, (key, _) in enumerate(replicas):
+        todo.setdefault(key, []).append(i)
+    for (key, d), var in plan.get("z", {}).items():
+        if key[2] != v or key not in todo:
+            continue
+        for _ in range(int(solver.value(var))):
+            i = todo[key].pop(0)
+            out[i] = ((d,), replicas[i][1].share)
+            taken.add(d)
+    for (key, q), var in plan.get("yq", {}).items():
+        if key[2] != v or key not in todo:
+            continue
+        g = p.jobs[key[0]].groups[key[1]]
+        for _ in range(int(solver.value(var))):
+            devs = [d for d in free if p.dev_group[d] == q and d not in taken][: g.whole]
+            if len(devs) < g.whole:
+                return None
+            taken.update(devs)
+            out[todo[key].pop(0)] = (tuple(devs), 1.0)
+    big: dict[Key, list[int]] = {}
+    for (key, q), var in plan.get("kq", {}).items():
+        if key[2] == v and key in todo and solver.value(var):
+            big.setdefault(key, []).extend(d for d in free if p.dev_group[d] == q)
+    for key, devs in big.items():
+        g = p.jobs[key[0]].groups[key[1]]
+        for c in range(0, len(devs), g.whole):
+            chunk = devs[c:c + g.whole]
+            taken.update(chunk)
+            out[todo[key].pop(0)] = (tuple(chunk), 1.0)
+    for key, idx in todo.items():
+        g = p.jobs[key[0]].groups[key[1]]
+        for i in idx:
+            if out[i] is not None:
+                continue
+            if not g.uses_devices:
+                out[i] = ((), 1.0)
+                continue
+            devs = [d for d in free if d not in taken][: g.whole]
+            if len(devs) < g.whole or not g.whole:
+                return None
+            taken.update(devs)
+            out[i] = (tuple(devs), 1.0)
+    if any(x is None for x in out):
+        return None
+    return [x for x in out if x is not None]

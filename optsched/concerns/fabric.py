@@ -10,6 +10,7 @@ the fewest that could hold the job, at its level and every level above it.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,15 +19,22 @@ from optsched.ledger import EPS, crossed_domains
 from optsched.problem import IArray, JobSpec, Problem
 from optsched.view import PlanView
 
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
+
 
 def domains_spanned(p: Problem, nodes: IArray, level: int) -> int:
     """Distinct domains of `level` holding the job's replicas."""
     return len(np.unique(p.node_domain_at(level)[nodes])) if len(nodes) else 0
 
 
-def min_domains(p: Problem, job: JobSpec, counts: list[int], level: int) -> int:
-    """Fewest domains of `level` that could hold the job, by GPU count (or replicas when CPU-only)."""
-    gpus = sum(c * g.gpu for c, g in zip(counts, job.groups, strict=True))
+def min_domains(p: Problem, job: JobSpec, level: int) -> int:
+    """Fewest domains of `level` that could hold the job at its minimum size, by GPU count.
+
+    The largest domain of the level (in devices) bounds what one domain holds; CPU-only jobs
+    and the per-node level count 1.
+    """
+    gpus = sum(g.rmin * g.gpu for g in job.groups)
     if level >= p.n_levels or gpus <= 0:
         return 1
     key = ("domain_gpus", level)
@@ -86,11 +94,88 @@ def term(view: PlanView) -> dict[str, float]:
         gbps += job.bandwidth * len(crossed_domains(p, nodes))
         if job.topo_level is None or len(nodes) < 2:
             continue
-        counts = [0] * len(job.groups)
-        for r in view.by_job[job.id]:
-            counts[r.group] += 1
-        for level in range(min(job.topo_level, p.n_levels) + 1):
-            if level >= p.n_levels:
-                break
-            extra += max(0, domains_spanned(p, nodes, level) - min_domains(p, job, counts, level))
+        for level in range(min(job.topo_level + 1, p.n_levels)):
+            extra += max(0, domains_spanned(p, nodes, level) - min_domains(p, job, level))
     return {"topology": extra, "uplink_gbps": gbps}
+
+
+def _span(r: CpsatRound, j: int, level: int, dom: int, groups: tuple[int, ...] | None = None) -> Any:
+    """Bool: job j (or its `groups`) has a replica in domain `dom` of `level` (cached per key)."""
+    cache = r.device_plan.setdefault("span", {})
+    key = (j, level, dom, groups)
+    if key not in cache:
+        keys = [k for k in r.keys_by_domain(j, level).get(dom, []) if groups is None or k[1] in groups]
+        has = r.model.new_bool_var(f"has[{j},{level},{dom}]")
+        count = r.sum(r.y[k] for k in keys)
+        r.model.add(count >= 1).only_enforce_if(has)
+        r.model.add(count == 0).only_enforce_if(~has)
+        cache[key] = has
+    return cache[key]
+
+
+def _domains(r: CpsatRound, j: int, level: int, groups: tuple[int, ...] | None = None) -> list[int]:
+    by_dom = r.keys_by_domain(j, level)
+    return sorted(d for d, keys in by_dom.items() if groups is None or any(k[1] in groups for k in keys))
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: required topology, colocation, uplink bandwidth, and the topology term (F1-F4).
+
+    ``has[j, l, d]`` is true iff job j has a replica in domain d of level l. A required level
+    allows one such domain (F1); a colocation the same for its groups (F2). A job crosses d when
+    it has replicas inside and outside; crossing jobs' bandwidth fits what d's uplink has left
+    after running jobs (F3), skipped where even every candidate crossing could not exceed it.
+    Topology term (F4): sum over jobs with a topology wish and levels down to theirs of
+    (domains spanned - fewest possible x a[j]).
+    """
+    p, m = r.p, r.model
+    extra_terms = []
+    extra_ub = 0
+    for job in r.jobs:
+        j = job.index
+        if job.topo_level is not None:
+            if job.topo_required:
+                doms = _domains(r, j, job.topo_level)
+                if len(doms) > 1:
+                    m.add(r.sum(_span(r, j, job.topo_level, d) for d in doms) <= 1)  # F1
+            for level in range(min(job.topo_level + 1, p.n_levels)):
+                doms = _domains(r, j, level)
+                if len(doms) > 1:
+                    extra_terms.append(r.sum(_span(r, j, level, d) for d in doms) - min_domains(p, job, level) * r.a[j])
+                    extra_ub += len(doms)
+        for groups, level in job.colocate:
+            doms = _domains(r, j, level, groups)
+            if len(doms) > 1:
+                m.add(r.sum(_span(r, j, level, d, groups) for d in doms) <= 1)  # F2
+    r.add_term("topology", r.sum(extra_terms), 1.0, maximise=False)
+    r.term_ub["topology"] = extra_ub
+    # F3: uplinks
+    crossing: dict[int, list[tuple[float, int, int]]] = {}
+    for job in r.jobs:
+        if job.bandwidth <= 0 or sum(g.rmax for g in job.groups) < 2:
+            continue
+        j = job.index
+        for level in range(1, p.n_levels):
+            doms = sorted(r.keys_by_domain(j, level))
+            if len(doms) < 2:
+                continue
+            for d in doms:
+                if math.isinf(p.uplink[d]):
+                    continue
+                crossing.setdefault(d, []).append((job.bandwidth, j, level))
+    for d, jobs in crossing.items():
+        left = p.uplink[d] - r.base.uplink_load[d]
+        if sum(bw for bw, _, _ in jobs) <= left + EPS:
+            continue
+        flows = []
+        for bw, j, level in jobs:
+            inside = _span(r, j, level, d)
+            outside_count = r.sum(r.y[k] for dd, keys in r.keys_by_domain(j, level).items() if dd != d
+                                  for k in keys)
+            out = m.new_bool_var(f"out[{j},{d}]")
+            m.add(outside_count >= 1).only_enforce_if(out)
+            m.add(outside_count == 0).only_enforce_if(~out)
+            cross = m.new_bool_var(f"cross[{j},{d}]")
+            m.add(cross >= inside + out - 1)
+            flows.append((math.ceil(bw * 1000 - 1e-9), cross))
+        m.add(r.wsum((x for _, x in flows), (c for c, _ in flows)) <= math.floor(max(left, 0.0) * 1000 + 1e-6))

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from optsched.concerns.base import Violation
 from optsched.problem import JobSpec
 from optsched.view import PlanView
+
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
 
 
 def count_problems(job: JobSpec, counts: list[int]) -> list[tuple[str, str]]:
@@ -73,3 +77,31 @@ def check(view: PlanView) -> list[Violation]:
         for rule, msg in count_problems(job, counts):
             out.append(Violation(rule, msg, job=job_id, values={"counts": counts}))
     return out
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: gang admission, min/elastic split, non-gang independence, ratios (docs/formulation.md G1-G5)."""
+    m = r.model
+    for job in r.jobs:
+        j = job.index
+        a = r.a[j]
+        for g in job.groups:
+            tot_m, tot_e = r.total(j, g.index, "ym"), r.total(j, g.index, "ye")
+            if job.gang:
+                m.add(tot_m == g.rmin * a)  # G1
+                m.add(tot_e <= (g.rmax - g.rmin) * a)  # G2
+            else:
+                full = m.new_bool_var(f"full[{j},{g.index}]")
+                m.add(full <= a)
+                m.add(tot_m <= g.rmin * a)  # G3
+                m.add(tot_m >= g.rmin * full)
+                m.add(tot_e <= (g.rmax - g.rmin) * full)  # elastic indices only after min is full
+        if not job.gang:
+            every = r.sum(r.y[k] for k in r.job_keys(j))
+            m.add(every >= a)  # G4: admitted iff some replica placed
+            m.add(every <= sum(g.rmax for g in job.groups) * a)
+        for gi, per, lo, hi in job.ratios:  # G5, in thousandths
+            t_g, t_per = r.total(j, gi), r.total(j, per)
+            m.add(1000 * t_g >= math.ceil(lo * 1000 - 1e-9) * t_per)
+            if not math.isinf(hi):
+                m.add(1000 * t_g <= math.floor(hi * 1000 + 1e-9) * t_per)

@@ -14,12 +14,18 @@ The fairness term is the weighted DRF deviation (see `term`).
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from optsched.concerns.base import Violation
-from optsched.ledger import EPS
+from optsched.ledger import EPS, flavor_use
 from optsched.problem import BArray, FArray, Problem
 from optsched.view import PlanView
+
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
 
 
 def problems(p: Problem, used: FArray, touched: BArray | None = None) -> list[tuple[str, str, dict[str, float]]]:
@@ -105,3 +111,56 @@ def term(view: PlanView) -> dict[str, float]:
     ds = np.concatenate(parts, axis=1).max(axis=1)
     fair = p.tenant_weight / p.tenant_weight.sum() * ds.sum()
     return {"fairness": float(np.abs(ds - fair).sum())}
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: nominal, borrowing and lending per tenant and flavor, in thousandths (Q1-Q3).
+
+    A tenant/flavor (or cohort/flavor) that the running jobs already push over its limits gets
+    no new usage, matching the validator, which reports such rules only where a plan adds usage.
+    """
+    p, m = r.p, r.model
+    if not len(p.flavors):
+        return
+    scale = 1000
+    new: dict[tuple[int, int], list[Any]] = {}
+    for key, var in r.y.items():
+        job = p.jobs[key[0]]
+        use = flavor_use(p, job.groups[key[1]], key[2])
+        for f in np.flatnonzero(use > 0).tolist():
+            new.setdefault((job.tenant, f), []).append((round(use[f] * scale), var))
+    base = r.base.quota_used
+    broken = {(t, f) for t, f in new if problems(p, base, _only(p, t, f))}
+    n_defined = len(p.cluster.tenants)
+    usage_new = {tf: r.wsum((v for _, v in parts), (c for c, _ in parts)) for tf, parts in new.items()}
+    for (t, f), expr in usage_new.items():
+        if (t, f) in broken:
+            m.add(expr == 0)
+        elif p.tenant_cohort[t] < 0 and t < n_defined:  # Q1
+            m.add(expr <= math.floor((p.nominal[t, f] - base[t, f]) * scale + 1e-6))
+    for c in np.unique(p.tenant_cohort[p.tenant_cohort >= 0]).tolist():
+        members: list[int] = np.flatnonzero(p.tenant_cohort == c).tolist()
+        for f in range(len(p.flavors)):
+            if not any((t, f) in new and (t, f) not in broken for t in members):
+                continue
+            borrowed, lendable = [], []
+            for t in members:
+                nominal, used = round(p.nominal[t, f] * scale), round(base[t, f] * scale)
+                usage = used + usage_new[(t, f)] if (t, f) in usage_new and (t, f) not in broken else used
+                b = m.new_int_var(0, 10**12, f"borrow[{t},{f}]")
+                m.add(b >= usage - nominal)  # Q2
+                if not math.isinf(p.borrow_limit[t, f]) and (t, f) not in broken:
+                    m.add(b <= round(p.borrow_limit[t, f] * scale))
+                room = m.new_int_var(0, max(nominal, 0), f"room[{t},{f}]")
+                m.add_max_equality(room, [0, nominal - usage])
+                lend = m.new_int_var(0, round(p.lend_limit[t, f] * scale), f"lend[{t},{f}]")
+                m.add(lend <= room)
+                borrowed.append(b)
+                lendable.append(lend)
+            m.add(r.sum(borrowed) <= r.sum(lendable))  # Q3
+
+
+def _only(p: Problem, t: int, f: int) -> BArray:
+    mask = np.zeros((len(p.tenant_names), len(p.flavors)), dtype=bool)
+    mask[t, f] = True
+    return mask

@@ -7,6 +7,8 @@ replica (count + 1 - global minimum <= max_skew), which keeps the rule true afte
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from optsched.concerns import eligibility
@@ -14,11 +16,18 @@ from optsched.concerns.base import Violation
 from optsched.problem import BArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.view import PlanView
 
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
+
 
 def eligible_domains(p: Problem, job: JobSpec, group: GroupSpec, level: int) -> IArray:
-    """Domains of `level` with a real node eligible for the group."""
-    ok = eligibility.mask(p, job, group) & ~p.node_provisioned
-    return np.unique(p.node_domain_at(level)[ok])
+    """Domains of `level` with a real node eligible for the group (sorted; cached per mask)."""
+    ok = eligibility.mask(p, job, group)
+    key = ("spread_domains", id(ok), level)
+    if key not in p._cache:
+        p._cache[key] = (ok, np.unique(p.node_domain_at(level)[ok & ~p.node_provisioned]))
+    doms: IArray = p._cache[key][1]
+    return doms
 
 
 def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int]) -> BArray:
@@ -27,7 +36,12 @@ def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: 
     assert spread is not None
     level = p.level_index(spread.level)
     doms = eligible_domains(p, job, group, level)
-    counts = np.array([counts_by_domain.get(int(d), 0) for d in doms])
+    counts = np.zeros(len(doms), dtype=np.int64)
+    if counts_by_domain:
+        placed = np.fromiter(counts_by_domain, dtype=np.int64)
+        pos = np.searchsorted(doms, placed)
+        inside = (pos < len(doms)) & (doms[np.minimum(pos, len(doms) - 1)] == placed)
+        counts[pos[inside]] = np.fromiter(counts_by_domain.values(), dtype=np.int64)[inside]
     lowest = counts.min() if len(counts) else 0
     ok_doms = doms[counts + 1 - lowest <= spread.max_skew]
     return np.isin(p.node_domain_at(level), ok_doms)
@@ -60,3 +74,30 @@ def check(view: PlanView) -> list[Violation]:
                 out.append(Violation("spread", f"skew {skew} > max_skew {group.spec.spread.max_skew}",
                                      job=job_id, group=group.name, values={"skew": skew}))
     return out
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: per spread group, max - min replicas over its eligible domains <= max_skew (S1)."""
+    p, m = r.p, r.model
+    for job in r.jobs:
+        for group in job.groups:
+            if group.spec.spread is None:
+                continue
+            level = p.level_index(group.spec.spread.level)
+            at = p.node_domain_at(level)
+            doms = eligible_domains(p, job, group, level)
+            counts: dict[int, list[Any]] = {int(d): [] for d in doms}
+            for v in r.by_group[(job.index, group.index)]:
+                counts.setdefault(int(at[v]), []).append(r.y[(job.index, group.index, v)])
+            skew = group.spec.spread.max_skew
+            if any(not c for c in counts.values()):  # some eligible domain cannot get a replica: min is 0
+                for c in counts.values():
+                    if c:
+                        m.add(r.sum(c) <= skew)
+                continue
+            hi = m.new_int_var(0, group.rmax, f"sprmax[{job.index},{group.index}]")
+            lo = m.new_int_var(0, group.rmax, f"sprmin[{job.index},{group.index}]")
+            for c in counts.values():
+                m.add(r.sum(c) <= hi)
+                m.add(r.sum(c) >= lo)
+            m.add(hi - lo <= skew)

@@ -8,8 +8,13 @@ replicas beyond `min`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from optsched.problem import CPU_PER_GPU_EQUIVALENT, ELASTIC_WEIGHT, GroupSpec, JobSpec, Problem, priority_weight
 from optsched.view import PlanView
+
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
 
 
 def replica_value(p: Problem, job: JobSpec, group: GroupSpec, node: int, elastic: bool) -> float:
@@ -38,3 +43,27 @@ def term(view: PlanView) -> dict[str, float]:
             delay += priority_weight(job.priority) * waited / 3600.0
     return {"admitted_value": value, "queue_delay": delay,
             "admitted_jobs": float(sum(1 for j in p.jobs if view.by_job.get(j.id)))}
+
+
+VALUE_SCALE = 10_000
+"""Fixed-point scale of admitted value and queue delay in the CP-SAT objective."""
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: admitted value (V1) and queue delay (V2) as integer terms scaled by VALUE_SCALE."""
+    p = r.p
+    vars_, coefs, ub = [], [], 0
+    for table, elastic in ((r.ym, False), (r.ye, True)):
+        for key, var in table.items():
+            job = p.jobs[key[0]]
+            c = round(VALUE_SCALE * replica_value(p, job, job.groups[key[1]], key[2], elastic=elastic))
+            vars_.append(var)
+            coefs.append(c)
+            ub += c * r.model_ub(var)
+    r.add_term("admitted_value", r.wsum(vars_, coefs), VALUE_SCALE, maximise=True)
+    r.term_ub["admitted_value"] = ub
+    cs = [round(VALUE_SCALE * priority_weight(job.priority) * max(0.0, p.queue.now - job.submitted_at) / 3600)
+          for job in r.jobs]
+    d_ub = sum(cs)
+    r.add_term("queue_delay", d_ub - r.wsum((r.a[job.index] for job in r.jobs), cs), VALUE_SCALE, maximise=False)
+    r.term_ub["queue_delay"] = d_ub

@@ -1,0 +1,199 @@
+"""CP-SAT back end: the whole round as one OR-Tools CP-SAT model (docs/formulation.md).
+
+`solve_cpsat` runs the best greedy baseline first (the fallback and a complete hint), builds
+the shared variables (`CpsatRound`), asks each concern to add its constraints and terms in the
+order of `ENCODINGS`, solves within what is left of the time limit, decodes node counts back to
+replicas and device indices, and checks the plan with the validator. If CP-SAT finds nothing
+better, or its plan fails the check (a bug, reported in `solver.extra`), the greedy plan is
+returned with status `fallback`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from optsched.check import check_problem
+from optsched.concerns import capacity, devices, fabric, gang, quota, spread, value
+from optsched.ledger import Ledger
+from optsched.metrics import evaluate_problem
+from optsched.model.plan import Deferred, Placement, Plan, SolverStats
+from optsched.objective import Objective, ObjectiveSpec
+from optsched.problem import Problem
+from optsched.solvers.cpsat.variables import CpsatRound
+from optsched.solvers.greedy import solve_greedy
+
+ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
+    ("gang", gang.cpsat),  # admission, min/elastic replicas, ratios
+    ("capacity", capacity.cpsat),  # per-node resources
+    ("devices", devices.cpsat),  # whole devices per interconnect group, shares per device
+    ("fabric", fabric.cpsat),  # required topology, colocation, uplinks, topology term
+    ("spread", spread.cpsat),  # topology spread skew
+    ("quota", quota.cpsat),  # nominal, borrowing, lending
+    ("value", value.cpsat),  # admitted value and queue delay terms
+)
+"""Each concern's CP-SAT encoding, in the order they are added (eligibility: candidate nodes)."""
+
+HINT_BASELINE = "best-fit"
+
+
+def solver_parameters(solver: cp_model.CpSolver, *, time_limit: float, seed: int, num_workers: int) -> None:
+    """Map the neutral knobs onto CP-SAT's parameters (the one place that does)."""
+    solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
+    solver.parameters.random_seed = seed
+    solver.parameters.num_workers = num_workers
+    solver.parameters.log_search_progress = False
+
+
+def _weights(r: CpsatRound, goal: Objective) -> tuple[dict[str, int], list[str]]:
+    """Integer weights per modelled term; lexicographic orders become big-M weights."""
+    modelled = [t for t in (goal.order if goal.weights is None else goal.weights) if t in r.terms]
+    unmodelled = [t for t in (goal.order if goal.weights is None else goal.weights) if t not in r.terms]
+    weights: dict[str, int] = {}
+    if goal.weights is not None:
+        for name in modelled:
+            w = goal.weights[name] / r.terms[name].scale
+            weights[name] = round(w * 1e6)
+        return weights, unmodelled
+    w = 1
+    for name in reversed(modelled):
+        weights[name] = w
+        w *= int(r.term_ub.get(name, 0)) + 1
+    return weights, unmodelled
+
+
+def _objective(r: CpsatRound, weights: dict[str, int]) -> Any:
+    return r.sum((w if r.terms[name].maximise else -w) * r.terms[name].expr for name, w in weights.items())
+
+
+def _hint(r: CpsatRound) -> int:
+    """Hint the admission and count variables with the greedy plan; returns how many were hinted."""
+    values = r.hint_values()
+    admitted = {r.p.job_index[pl.job] for pl in (r.hint.placements if r.hint else [])}
+    n = 0
+    for j, var in r.a.items():
+        r.model.add_hint(var, j in admitted)
+        n += 1
+    for key, var in r.y.items():
+        lo, hi = values.get(key, (0, 0))
+        r.model.add_hint(var, lo + hi)
+        if key in r.ye:
+            r.model.add_hint(r.ym[key], lo)
+            r.model.add_hint(r.ye[key], hi)
+        n += 1
+    return n
+
+
+def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Plan | None:
+    p = r.p
+    placements: list[Placement] = []
+    deferred: list[Deferred] = []
+    per_node: dict[int, list[tuple[tuple[int, int, int], Any, bool]]] = {}
+    for job in r.jobs:
+        if not solver.value(r.a[job.index]):
+            deferred.append(Deferred(job=job.id, reason="capacity", detail="not admitted by the CP-SAT model"))
+            continue
+        for g in job.groups:
+            for v in r.by_group[(job.index, g.index)]:
+                key = (job.index, g.index, v)
+                lo = int(solver.value(r.ym[key]))
+                hi = int(solver.value(r.ye[key])) if key in r.ye else 0
+                for i in range(lo + hi):
+                    per_node.setdefault(v, []).append((key, g, i >= lo))
+    rows: list[tuple[int, int, int, bool, tuple[int, ...], float]] = []
+    for v, reps in per_node.items():
+        picked = devices.pick_from_counts(r, solver, v, [(k, g) for k, g, _ in reps])
+        if picked is None:
+            return None
+        for (key, _g, elastic), (devs, share) in zip(reps, picked, strict=True):
+            rows.append((key[0], key[1], v, elastic, devs, share))
+    counters: dict[tuple[int, int, bool], int] = {}
+    for j, gi, v, elastic, devs, share in sorted(rows, key=lambda x: (x[0], x[1], x[3], x[2])):
+        g = p.jobs[j].groups[gi]
+        base = g.rmin if elastic else 0
+        i = counters.get((j, gi, elastic), 0)
+        counters[(j, gi, elastic)] = i + 1
+        placements.append(Placement(job=p.jobs[j].id, group=g.name, replica=base + i, node=p.node_ids[v],
+                                    devices=[int(p.dev_local[d]) for d in devs],
+                                    share=share if g.share else None, elastic=elastic))
+    return Plan(placements=placements, deferred=deferred, solver=stats)
+
+
+def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
+                num_workers: int = 2, max_candidates: int = 64, started: float | None = None,
+                hint: Plan | None = None) -> Plan:
+    """Solve the round with CP-SAT within `time_limit` seconds (counted from `started`)."""
+    start = time.perf_counter() if started is None else started
+    goal = Objective.parse(objective)
+    fallback = hint if hint is not None else solve_greedy(p, HINT_BASELINE, time_limit=time_limit / 3, seed=seed)
+    fallback_terms = evaluate_problem(p, fallback).objective()
+    extra: dict[str, Any] = {"hint": fallback.solver.name}
+
+    def finish(plan: Plan, status: str, **more: Any) -> Plan:
+        stats = plan.solver.model_copy(update={
+            "name": "cpsat", "status": status, "wall_s": time.perf_counter() - start, "seed": seed,
+            "extra": {**extra, **more}, **{k: v for k, v in more.items() if k in ("bound", "gap")}})
+        terms = fallback_terms if plan is fallback else evaluate_problem(p, plan).objective()
+        return plan.model_copy(update={"objective": terms, "solver": stats})
+
+    r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=max_candidates, hint=fallback)
+    r.build_variables()
+    build: dict[str, float] = {"variables": time.perf_counter() - start}
+    for name, encode in ENCODINGS:
+        if time.perf_counter() > start + 0.9 * time_limit:
+            return finish(fallback, "fallback", reason=f"time limit reached while building ({name})", build=build)
+        t0 = time.perf_counter()
+        encode(r)
+        build[name] = time.perf_counter() - t0
+    extra["build"] = {k: round(v, 4) for k, v in build.items()}
+    weights, unmodelled = _weights(r, goal)
+    r.model.maximize(_objective(r, weights))
+    extra["hinted_vars"] = _hint(r)
+    extra["variables"] = len(r.model.proto.variables)
+    extra["constraints"] = len(r.model.proto.constraints)
+    extra["unmodelled_terms"] = unmodelled
+    extra["build_s"] = time.perf_counter() - start
+    left = start + time_limit - time.perf_counter() - 0.05 * time_limit
+    if left <= 0:
+        return finish(fallback, "fallback", reason="time limit spent before solving")
+    solver = cp_model.CpSolver()
+    solver_parameters(solver, time_limit=left, seed=seed, num_workers=num_workers)
+    status = solver.solve(r.model)
+    extra["solve_s"] = solver.wall_time
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return finish(fallback, "fallback", reason=f"CP-SAT status {solver.status_name(status)}")
+    stats = SolverStats(name="cpsat")
+    plan = _decode(r, solver, stats)
+    if plan is None:
+        return finish(fallback, "fallback", reason="decoding failed (a model bug)")
+    violations = check_problem(p, plan)
+    if violations:
+        return finish(fallback, "fallback", reason="plan failed the check (a model bug)",
+                      violations=[str(v) for v in violations[:10]])
+    value_term = r.terms["admitted_value"]
+    found = solver.value(value_term.expr) / value_term.scale
+    bound = gap = None
+    extra["truncated_groups"] = r.truncated
+    if goal.weights is None and goal.order and goal.order[0] == "admitted_value":
+        # objective = w_v * V - (lower terms, each below w_v in total): V* <= (bound + their ub) / w_v
+        lower = sum(r.term_ub.get(n, 0) * w for n, w in weights.items() if n != "admitted_value")
+        bound = math.floor((solver.best_objective_bound + lower) / weights["admitted_value"] + 1e-9) / value_term.scale
+        gap = max(0.0, (bound - found) / max(abs(bound), 1e-9))
+        if r.truncated:  # a bound of the restricted model only
+            extra["candidate_bound"], extra["candidate_gap"] = bound, gap
+            bound = gap = None
+    model_terms = {name: solver.value(t.expr) / t.scale for name, t in r.terms.items()}
+    terms = evaluate_problem(p, plan).objective()
+    if Objective.parse(objective).better(fallback_terms, terms):
+        return finish(fallback, "fallback", reason="CP-SAT plan not better than the hint", bound=bound, gap=gap,
+                      model_terms=model_terms)
+    status_name = "optimal" if status == cp_model.OPTIMAL else "feasible"
+    out = finish(plan, status_name, bound=bound, gap=gap, model_terms=model_terms)
+    return out
+
+
+__all__ = ["ENCODINGS", "solve_cpsat"]

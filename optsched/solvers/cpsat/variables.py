@@ -1,0 +1,191 @@
+"""The shared variables of the CP-SAT round model, and decoding a solution into a Plan.
+
+`CpsatRound` builds what every concern talks about (see docs/formulation.md, same symbols):
+
+- ``a[j]``: job j admitted (bool);
+- ``y[j, g, v]``: replicas of group g of job j on node v (integer), split into ``ym`` (replicas
+  below `min`, full value) and ``ye`` (elastic replicas, half value) where the group is elastic;
+- candidate nodes per group (eligible, holding at least one replica on what is free, and at most
+  `max_candidates` of them plus the nodes of the hint plan).
+
+Each concern then adds its constraints and objective terms through `add_term` (the ordered list
+in `optsched/solvers/cpsat/__init__.py`). Device indices are chosen after the nodes are fixed,
+from the per-interconnect-group and per-device counts that the devices concern adds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from optsched.concerns import eligibility
+from optsched.ledger import EPS, Ledger
+from optsched.model.plan import Plan
+from optsched.problem import GroupSpec, IArray, JobSpec, Problem
+from optsched.solvers.greedy import score_most_allocated
+
+MILLI = 1000
+"""Fixed-point scale for fractional quantities (GPU shares, values)."""
+
+Key = tuple[int, int, int]
+"""(job, group, node)."""
+
+
+@dataclass
+class Term:
+    """An objective term: an integer expression that equals `scale` x the metric's value."""
+
+    expr: Any
+    scale: float
+    maximise: bool
+
+
+@dataclass
+class CpsatRound:
+    """Variables and bookkeeping of one CP-SAT round (see module docstring)."""
+
+    p: Problem
+    base: Ledger
+    jobs: list[JobSpec]
+    max_candidates: int = 64
+    hint: Plan | None = None
+    model: cp_model.CpModel = field(default_factory=cp_model.CpModel)
+    a: dict[int, Any] = field(default_factory=dict)
+    y: dict[Key, Any] = field(default_factory=dict)
+    ym: dict[Key, Any] = field(default_factory=dict)
+    ye: dict[Key, Any] = field(default_factory=dict)
+    by_node: dict[int, list[Key]] = field(default_factory=lambda: defaultdict(list))
+    by_group: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    terms: dict[str, Term] = field(default_factory=dict)
+    term_ub: dict[str, float] = field(default_factory=dict)
+    """Upper bound of each term's integer expression (for lexicographic weights)."""
+    truncated: int = 0
+    """Groups whose candidate nodes were capped (then the model's bound is not a bound of the round)."""
+    _job_keys: dict[int, list[Key]] = field(default_factory=dict)
+    _by_domain: dict[tuple[int, int], dict[int, list[Key]]] = field(default_factory=dict)
+    device_plan: dict[str, Any] = field(default_factory=dict)
+    """Per-device and per-interconnect-group variables, filled by the devices concern."""
+
+    # ------------------------------------------------------------------ building
+    def candidates(self, job: JobSpec, group: GroupSpec, hinted: set[int]) -> IArray:
+        """Nodes where one replica of `group` could go, best-fit first, capped, hint nodes kept."""
+        p = self.p
+        ok = eligibility.mask(p, job, group) & ~p.node_provisioned
+        ok = self.base.fits_mask(group, ok)
+        nodes = np.flatnonzero(ok)
+        if len(nodes) > self.max_candidates:
+            self.truncated += 1
+            order = np.argsort(-score_most_allocated(p, self.base, group, nodes), kind="stable")
+            keep = set(nodes[order[: self.max_candidates]].tolist()) | (hinted & set(nodes.tolist()))
+            nodes = np.array(sorted(keep), dtype=np.int64)
+        return nodes
+
+    def fit_count(self, group: GroupSpec, node: int) -> int:
+        """Most replicas of `group` that node `node` could hold alone (upper bound of y)."""
+        p = self.p
+        free = p.cap[node] - self.base.used[node]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where(group.req > 0, np.floor((free + EPS) / np.where(group.req > 0, group.req, 1)), np.inf)
+        n = float(per.min()) if len(per) else np.inf
+        if group.whole:
+            n = min(n, int(self.base.free_whole[node]) // group.whole)
+        elif group.share:
+            a, b = self.base.node_devices(node)
+            free_share = np.where(p.dev_healthy[a:b], 1.0 - self.base.dev_used[a:b], 0.0)
+            n = min(n, int(np.floor((free_share + EPS) / group.share).sum()))
+        return int(min(n, group.rmax))
+
+    def build_variables(self) -> None:
+        """Admission and count variables for every job and candidate node."""
+        m = self.model
+        hinted: dict[tuple[str, str], set[int]] = defaultdict(set)
+        if self.hint is not None:
+            for pl in self.hint.placements:
+                hinted[(pl.job, pl.group)].add(self.p.node_index[pl.node])
+        for job in self.jobs:
+            j = job.index
+            self.a[j] = m.new_bool_var(f"a[{j}]")
+            for g in job.groups:
+                nodes = self.candidates(job, g, hinted[(job.id, g.name)])
+                kept = []
+                for v in nodes.tolist():
+                    ub = self.fit_count(g, v)
+                    if ub <= 0:
+                        continue
+                    key = (j, g.index, v)
+                    var = m.new_int_var(0, ub, f"y[{j},{g.index},{v}]")
+                    self.y[key] = var
+                    if g.rmax > g.rmin:
+                        lo = m.new_int_var(0, min(ub, g.rmin), f"ym[{j},{g.index},{v}]")
+                        hi = m.new_int_var(0, min(ub, g.rmax - g.rmin), f"ye[{j},{g.index},{v}]")
+                        m.add(var == lo + hi)
+                        self.ym[key], self.ye[key] = lo, hi
+                    else:
+                        self.ym[key] = var
+                    self.by_node[v].append(key)
+                    kept.append(v)
+                self.by_group[(j, g.index)] = kept
+
+    # ------------------------------------------------------------------ helpers for concerns
+    def model_ub(self, var: Any) -> int:
+        """Upper bound of a variable of this model (read from the model, not the variable's own view)."""
+        domain = self.model.proto.variables[var.index].domain
+        return int(domain[len(domain) - 1])  # the proto wrapper ignores negative indices
+
+    @staticmethod
+    def sum(items: Any) -> Any:
+        """A linear sum built in one call (Python's `sum` nests expressions: quadratic)."""
+        items = list(items)
+        return cp_model.LinearExpr.sum(items) if items else 0
+
+    @staticmethod
+    def wsum(items: Any, coefs: Any) -> Any:
+        """A weighted linear sum built in one call."""
+        items, coefs = list(items), [int(c) for c in coefs]
+        return cp_model.LinearExpr.weighted_sum(items, coefs) if items else 0
+
+    def total(self, j: int, g: int, part: str = "y") -> Any:
+        """Sum over nodes of the group's `y` (or `ym` / `ye`)."""
+        table = {"y": self.y, "ym": self.ym, "ye": self.ye}[part]
+        return self.sum(table[(j, g, v)] for v in self.by_group[(j, g)] if (j, g, v) in table)
+
+    def job_keys(self, j: int) -> list[Key]:
+        """Every (job, group, node) key of job j (cached)."""
+        cached = self._job_keys.get(j)
+        if cached is None:
+            job = self.p.jobs[j]
+            cached = [(j, g.index, v) for g in job.groups for v in self.by_group[(j, g.index)]]
+            self._job_keys[j] = cached
+        return cached
+
+    def keys_by_domain(self, j: int, level: int) -> dict[int, list[Key]]:
+        """Job j's keys grouped by their node's domain at `level` (cached)."""
+        cached = self._by_domain.get((j, level))
+        if cached is None:
+            at = self.p.node_domain_at(level)
+            cached = {}
+            for k in self.job_keys(j):
+                cached.setdefault(int(at[k[2]]), []).append(k)
+            self._by_domain[(j, level)] = cached
+        return cached
+
+    def add_term(self, name: str, expr: Any, scale: float, maximise: bool) -> None:
+        """Register an objective term: `expr` equals `scale` x the metric's value."""
+        self.terms[name] = Term(expr, scale, maximise)
+
+    def hint_values(self) -> dict[Key, tuple[int, int]]:
+        """(min, elastic) replica counts per key in the hint plan."""
+        out: dict[Key, tuple[int, int]] = {}
+        if self.hint is None:
+            return out
+        p = self.p
+        for pl in self.hint.placements:
+            job = p.jobs[p.job_index[pl.job]]
+            key = (job.index, job.group_index[pl.group], p.node_index[pl.node])
+            lo, hi = out.get(key, (0, 0))
+            out[key] = (lo, hi + 1) if pl.elastic else (lo + 1, hi)
+        return out

@@ -1,0 +1,165 @@
+"""CP-SAT round: valid plans, at least the hint's value, exact on tiny instances, terms = metrics."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from optsched import solve
+from optsched.check import check_problem
+from optsched.concerns.devices import pick
+from optsched.ledger import Ledger
+from optsched.metrics import evaluate_problem
+from optsched.model import Cluster, Placement, Plan, Queue
+from optsched.model.plan import Deferred
+from optsched.objective import Objective
+from optsched.problem import Problem, compile_problem
+from optsched.solvers.cpsat import solve_cpsat
+from optsched.solvers.greedy import STRATEGIES, solve_greedy
+from tests.strategies import busy_rounds, clusters, rounds
+
+VALUE_TOL = 1e-3  # CP-SAT works in 1/10,000 of a value unit per replica
+
+
+def test_example_is_optimal_and_valid(example: Any) -> None:
+    c, q, _ = example
+    p = compile_problem(c, q)
+    plan = solve_cpsat(p, time_limit=5.0)
+    assert check_problem(p, plan) == []
+    assert plan.solver.status == "optimal" and plan.solver.gap == 0.0
+    best_greedy = max(evaluate_problem(p, solve_greedy(p, n)).admitted_value for n in STRATEGIES)
+    assert plan.objective["admitted_value"] >= best_greedy - 1e-9
+
+
+def test_solve_entry_point(example: Any) -> None:
+    c, q, _ = example
+    plan = solve(c, q, solver="cpsat", time_limit=5.0)
+    assert plan.solver.name == "cpsat"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(rounds(max_nodes=6, max_jobs=6), busy_rounds(max_nodes=6, max_jobs=5)))
+def test_plans_are_valid_and_no_worse_than_the_hint(data: tuple[Cluster, Queue]) -> None:
+    cluster, queue = data
+    p = compile_problem(cluster, queue)
+    plan = solve_cpsat(p, time_limit=5.0)
+    assert check_problem(p, plan) == [], plan.solver.extra
+    assert plan.solver.extra.get("reason", "").find("bug") < 0, plan.solver.extra
+    hint = evaluate_problem(p, solve_greedy(p, "best-fit")).objective()
+    assert not Objective.parse(None).better(hint, plan.objective)
+    if plan.solver.status != "fallback":
+        model = plan.solver.extra["model_terms"]
+        assert model["admitted_value"] == pytest.approx(plan.objective["admitted_value"], abs=VALUE_TOL * 64)
+        assert model["topology"] == plan.objective["topology"]
+        assert model["queue_delay"] == pytest.approx(plan.objective["queue_delay"], abs=VALUE_TOL * 8)
+
+
+# ---------------------------------------------------------------------------- brute force
+@st.composite
+def tiny_rounds(draw: st.DrawFn) -> tuple[Cluster, Queue]:
+    """<= 3 nodes, <= 3 single-group jobs with whole GPUs, no affinity: small enough to enumerate."""
+    cluster = draw(clusters(max_nodes=3))
+    jobs = []
+    for i in range(draw(st.integers(1, 3))):
+        n = draw(st.integers(1, 2))
+        group: dict[str, Any] = {"name": "w", "replicas": {"min": n, "max": n},
+                                 "request": {"gpu": draw(st.sampled_from([0, 1, 2, 4])),
+                                             "cpu": draw(st.sampled_from([1000, 16000, 48000]))},
+                                 "tolerations": [{"key": "spot"}]}
+        job: dict[str, Any] = {"id": f"j{i}", "priority": draw(st.sampled_from([0, 50, 100])), "groups": [group],
+                               "gang": draw(st.booleans()), "bandwidth_gbps": draw(st.sampled_from([0, 100, 500]))}
+        if cluster.tenants:
+            job["tenant"] = draw(st.sampled_from([t.name for t in cluster.tenants]))
+        if draw(st.booleans()):
+            job["topology"] = {"level": draw(st.sampled_from(["spine", "leaf"])),
+                               "mode": draw(st.sampled_from(["required", "preferred"]))}
+        jobs.append(job)
+    queue = Queue.model_validate({"jobs": jobs})
+    from optsched.model.references import queue_problems
+
+    if queue_problems(queue, cluster):
+        queue = Queue(jobs=[])
+    return cluster, queue
+
+
+def brute_force(p: Problem) -> dict[str, float]:
+    """Best (admitted value, then topology) over every assignment of replicas to nodes."""
+    nodes = [v for v in range(p.n_nodes) if not p.node_provisioned[v]]
+    options: list[list[tuple[int, ...] | None]] = []
+    for job in p.jobs:
+        g = job.groups[0]
+        counts = [g.rmin] if job.gang else list(range(1, g.rmax + 1))
+        opts: list[tuple[int, ...] | None] = [None]
+        for c in counts:
+            opts.extend(itertools.combinations_with_replacement(nodes, c))
+        options.append(opts)
+    goal = Objective.parse(None)
+    best: dict[str, float] | None = None
+    for choice in itertools.product(*options):
+        ledger = Ledger.with_running(p)
+        placements, deferred, ok = [], [], True
+        for job, nodes_of in zip(p.jobs, choice, strict=True):
+            if nodes_of is None:
+                deferred.append(Deferred(job=job.id, reason="other"))
+                continue
+            g = job.groups[0]
+            for i, v in enumerate(nodes_of):
+                got = pick(p, ledger, v, g, "first")
+                if got is None:
+                    ok = False
+                    break
+                ledger.add(job, g, v, got[0], got[1])
+                placements.append(Placement(job=job.id, group=g.name, replica=i, node=p.node_ids[v],
+                                            devices=[int(p.dev_local[d]) for d in got[0]]))
+            if not ok:
+                break
+        if not ok:
+            continue
+        plan = Plan(placements=placements, deferred=deferred)
+        if check_problem(p, plan):
+            continue
+        terms = evaluate_problem(p, plan).objective()
+        if best is None or goal.better(terms, best):
+            best = terms
+    assert best is not None  # deferring everything is always valid
+    return best
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tiny_rounds())
+def test_matches_brute_force_on_tiny_instances(data: tuple[Cluster, Queue]) -> None:
+    cluster, queue = data
+    p = compile_problem(cluster, queue)
+    plan = solve_cpsat(p, time_limit=10.0)
+    assert check_problem(p, plan) == []
+    best = brute_force(p)
+    assert plan.objective["admitted_value"] == pytest.approx(best["admitted_value"], abs=1e-9)
+    assert plan.objective["topology"] == best["topology"]
+
+
+def test_deterministic_for_a_seed(example: Any) -> None:
+    c, q, _ = example
+    p = compile_problem(c, q)
+    a = solve_cpsat(p, seed=7, num_workers=2, time_limit=5.0)
+    b = solve_cpsat(p, seed=7, num_workers=2, time_limit=5.0)
+    assert a.placements == b.placements and a.deferred == b.deferred
+
+
+def test_time_limit_respected_on_a_large_instance() -> None:
+    """A generous bound, not a benchmark: 1,280 nodes and 400 jobs with a 1 s limit stay under 2 s."""
+    import time
+
+    from optsched.generate import NodeGroup, fat_tree_cluster, generate_queue
+
+    g = NodeGroup(1280, "H100-SXM", 8, [list(range(8))], {"cpu": 192000, "memory": 2097152, "rdma_nics": 8}, "p")
+    c = fat_tree_cluster([g], nodes_per_leaf=32, leaves_per_spine=10, oversubscription=2.0)
+    q = generate_queue(c, "mixed", jobs=400, load=2.0, seed=3)
+    p = compile_problem(c, q)
+    start = time.perf_counter()
+    plan = solve_cpsat(p, time_limit=1.0)
+    assert time.perf_counter() - start < 2.0
+    assert check_problem(p, plan) == []

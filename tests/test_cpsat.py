@@ -144,8 +144,8 @@ def test_matches_brute_force_on_tiny_instances(data: tuple[Cluster, Queue]) -> N
 def test_deterministic_for_a_seed(example: Any) -> None:
     c, q, _ = example
     p = compile_problem(c, q)
-    a = solve_cpsat(p, seed=7, num_workers=2, time_limit=5.0)
-    b = solve_cpsat(p, seed=7, num_workers=2, time_limit=5.0)
+    a = solve_cpsat(p, seed=7, num_workers=2, time_limit=5.0, deterministic=True)
+    b = solve_cpsat(p, seed=7, num_workers=2, time_limit=5.0, deterministic=True)
     assert a.placements == b.placements and a.deferred == b.deferred
 
 

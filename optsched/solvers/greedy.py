@@ -343,6 +343,8 @@ class GreedyEngine:
             if att.failure is None:
                 placed[job.id] = att.replicas
                 self._account_tenant(job, att.replicas)
+                nodes = np.array([r.node for r in att.replicas], dtype=np.int64)
+                self.ledger.add_uplink(crossed_domains(self.p, nodes), job.bandwidth)
             else:
                 deferred[job.id] = (att.failure, att.detail)
         return placed, deferred

@@ -41,11 +41,18 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
 HINT_BASELINE = "best-fit"
 
 
-def solver_parameters(solver: cp_model.CpSolver, *, time_limit: float, seed: int, num_workers: int) -> None:
-    """Map the neutral knobs onto CP-SAT's parameters (the one place that does)."""
+def solver_parameters(solver: cp_model.CpSolver, *, time_limit: float, seed: int, num_workers: int,
+                      deterministic: bool) -> None:
+    """Map the neutral knobs onto CP-SAT's parameters (the one place that does).
+
+    `deterministic` makes parallel workers interleave (CP-SAT's reproducible parallel mode): the
+    same seed and worker count give the same plan whenever the search ends before the wall-clock
+    limit (a search cut by the clock depends on how far it got).
+    """
     solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
     solver.parameters.random_seed = seed
     solver.parameters.num_workers = num_workers
+    solver.parameters.interleave_search = deterministic and num_workers > 1
     solver.parameters.log_search_progress = False
 
 
@@ -125,7 +132,7 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Pla
 
 def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
                 num_workers: int = 2, max_candidates: int = 64, started: float | None = None,
-                hint: Plan | None = None) -> Plan:
+                hint: Plan | None = None, deterministic: bool = False) -> Plan:
     """Solve the round with CP-SAT within `time_limit` seconds (counted from `started`)."""
     start = time.perf_counter() if started is None else started
     goal = Objective.parse(objective)
@@ -161,7 +168,7 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     if left <= 0:
         return finish(fallback, "fallback", reason="time limit spent before solving")
     solver = cp_model.CpSolver()
-    solver_parameters(solver, time_limit=left, seed=seed, num_workers=num_workers)
+    solver_parameters(solver, time_limit=left, seed=seed, num_workers=num_workers, deterministic=deterministic)
     status = solver.solve(r.model)
     extra["solve_s"] = solver.wall_time
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -11,6 +11,7 @@ returned with status `fallback`.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +25,7 @@ from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.objective import Objective, ObjectiveSpec
 from optsched.problem import Problem
-from optsched.solvers.cpsat.variables import CpsatRound
+from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
 from optsched.solvers.greedy import solve_greedy
 
 ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
@@ -39,10 +40,26 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
 """Each concern's CP-SAT encoding, in the order they are added (eligibility: candidate nodes)."""
 
 HINT_BASELINE = "best-fit"
+TARGET_COUNT_VARIABLES = 24_000
+"""Candidate nodes per group are capped so that the model has about this many count variables:
+on mixed-cloud-10k with 1,000 jobs, 16 candidates per group (48k variables) gave the best plan in
+10 s among 8, 16 and 32 (benchmarks/results/cpsat.md)."""
+
+
+def candidate_cap(p: Problem) -> int:
+    """Candidate nodes per group: 64 on small rounds, fewer as the queue grows (at least 8)."""
+    groups = sum(len(j.groups) for j in p.jobs)
+    return int(min(64, max(8, TARGET_COUNT_VARIABLES // max(groups, 1))))
+
+
+PRESOLVE_MAX_VARIABLES = 5000
+"""Above this many variables CP-SAT's presolve is switched off: on a 10,240-GPU round it spent the
+whole time limit presolving and returned nothing, while without it the hint is improved at once
+(measured, see benchmarks/results/cpsat.md)."""
 
 
 def solver_parameters(solver: cp_model.CpSolver, *, time_limit: float, seed: int, num_workers: int,
-                      deterministic: bool) -> None:
+                      deterministic: bool, n_variables: int = 0) -> None:
     """Map the neutral knobs onto CP-SAT's parameters (the one place that does).
 
     `deterministic` makes parallel workers interleave (CP-SAT's reproducible parallel mode): the
@@ -53,7 +70,8 @@ def solver_parameters(solver: cp_model.CpSolver, *, time_limit: float, seed: int
     solver.parameters.random_seed = seed
     solver.parameters.num_workers = num_workers
     solver.parameters.interleave_search = deterministic and num_workers > 1
-    solver.parameters.log_search_progress = False
+    solver.parameters.cp_model_presolve = n_variables <= PRESOLVE_MAX_VARIABLES
+    solver.parameters.log_search_progress = bool(os.environ.get("OPTSCHED_CPSAT_LOG"))
 
 
 def _weights(r: CpsatRound, goal: Objective) -> tuple[dict[str, int], list[str]]:
@@ -77,22 +95,49 @@ def _objective(r: CpsatRound, weights: dict[str, int]) -> Any:
     return r.sum((w if r.terms[name].maximise else -w) * r.terms[name].expr for name, w in weights.items())
 
 
-def _hint(r: CpsatRound) -> int:
-    """Hint the admission and count variables with the greedy plan; returns how many were hinted."""
+def _primary_values(r: CpsatRound) -> dict[int, int]:
+    """Values of the admission and count variables (by proto index) in the hint plan."""
     values = r.hint_values()
     admitted = {r.p.job_index[pl.job] for pl in (r.hint.placements if r.hint else [])}
-    n = 0
-    for j, var in r.a.items():
-        r.model.add_hint(var, j in admitted)
-        n += 1
+    out = {var.index: int(j in admitted) for j, var in r.a.items()}
     for key, var in r.y.items():
         lo, hi = values.get(key, (0, 0))
-        r.model.add_hint(var, lo + hi)
+        out[var.index] = lo + hi
         if key in r.ye:
-            r.model.add_hint(r.ym[key], lo)
-            r.model.add_hint(r.ye[key], hi)
-        n += 1
-    return n
+            out[r.ym[key].index] = lo
+            out[r.ye[key].index] = hi
+    return out
+
+
+def complete_hint(r: CpsatRound, time_limit: float, seed: int) -> tuple[str, list[int] | None]:
+    """Complete the hint plan into a value for every model variable.
+
+    The admission and count variables are fixed to the hint plan's values in a copy of the
+    model, and CP-SAT propagates the rest (spans, crossings, device and quota variables). The
+    hint plan passed the validator, so an exact model must accept it: an infeasible completion is
+    a model bug. Returns (status name, values by variable index).
+    """
+    fixed = r.model.clone()
+    for index, val in _primary_values(r).items():
+        var = fixed.get_int_var_from_proto_index(index)
+        fixed.add(var == val)
+    fixed.clear_objective()
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
+    solver.parameters.random_seed = seed
+    solver.parameters.num_workers = 1
+    status = solver.solve(fixed)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return solver.status_name(status), None
+    return solver.status_name(status), list(solver.response_proto.solution)
+
+
+def _hint(r: CpsatRound, values: list[int]) -> int:
+    """Give CP-SAT a complete hint; returns how many variables were hinted."""
+    r.model.clear_hints()
+    for index, val in enumerate(values):
+        r.model.add_hint(r.model.get_int_var_from_proto_index(index), val)
+    return len(values)
 
 
 def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Plan | None:
@@ -131,7 +176,7 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Pla
 
 
 def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
-                num_workers: int = 2, max_candidates: int = 64, started: float | None = None,
+                num_workers: int = 2, max_candidates: int | None = None, started: float | None = None,
                 hint: Plan | None = None, deterministic: bool = False) -> Plan:
     """Solve the round with CP-SAT within `time_limit` seconds (counted from `started`)."""
     start = time.perf_counter() if started is None else started
@@ -147,9 +192,16 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
         terms = fallback_terms if plan is fallback else evaluate_problem(p, plan).objective()
         return plan.model_copy(update={"objective": terms, "solver": stats})
 
+    if max_candidates is None:
+        max_candidates = candidate_cap(p)
+    extra["max_candidates"] = max_candidates
     r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=max_candidates, hint=fallback)
-    r.build_variables()
-    build: dict[str, float] = {"variables": time.perf_counter() - start}
+    t0 = time.perf_counter()
+    try:
+        r.build_variables(deadline=start + 0.4 * time_limit)
+    except BuildTimeout as exc:
+        return finish(fallback, "fallback", reason=f"time limit reached while building ({exc})")
+    build: dict[str, float] = {"variables": time.perf_counter() - t0}
     for name, encode in ENCODINGS:
         if time.perf_counter() > start + 0.9 * time_limit:
             return finish(fallback, "fallback", reason=f"time limit reached while building ({name})", build=build)
@@ -159,7 +211,12 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     extra["build"] = {k: round(v, 4) for k, v in build.items()}
     weights, unmodelled = _weights(r, goal)
     r.model.maximize(_objective(r, weights))
-    extra["hinted_vars"] = _hint(r)
+    t0 = time.perf_counter()
+    hint_status, values = complete_hint(r, 0.25 * (start + time_limit - t0), seed)
+    extra["hint_status"], extra["hint_s"] = hint_status, time.perf_counter() - t0
+    if values is None:
+        return finish(fallback, "fallback", reason=f"hint completion {hint_status} (a model bug if INFEASIBLE)")
+    extra["hinted_vars"] = _hint(r, values)
     extra["variables"] = len(r.model.proto.variables)
     extra["constraints"] = len(r.model.proto.constraints)
     extra["unmodelled_terms"] = unmodelled
@@ -168,7 +225,8 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     if left <= 0:
         return finish(fallback, "fallback", reason="time limit spent before solving")
     solver = cp_model.CpSolver()
-    solver_parameters(solver, time_limit=left, seed=seed, num_workers=num_workers, deterministic=deterministic)
+    solver_parameters(solver, time_limit=left, seed=seed, num_workers=num_workers, deterministic=deterministic,
+                      n_variables=len(r.model.proto.variables))
     status = solver.solve(r.model)
     extra["solve_s"] = solver.wall_time
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -28,6 +28,11 @@ from optsched.model.plan import Plan
 from optsched.problem import GroupSpec, IArray, JobSpec, Problem
 from optsched.solvers.greedy import score_most_allocated
 
+
+class BuildTimeout(Exception):
+    """Raised when building the model would overrun the round's time limit."""
+
+
 MILLI = 1000
 """Fixed-point scale for fractional quantities (GPU shares, values)."""
 
@@ -99,14 +104,18 @@ class CpsatRound:
             n = min(n, int(np.floor((free_share + EPS) / group.share).sum()))
         return int(min(n, group.rmax))
 
-    def build_variables(self) -> None:
-        """Admission and count variables for every job and candidate node."""
+    def build_variables(self, deadline: float = float("inf")) -> None:
+        """Admission and count variables for every job and candidate node (BuildTimeout past `deadline`)."""
+        import time
+
         m = self.model
         hinted: dict[tuple[str, str], set[int]] = defaultdict(set)
         if self.hint is not None:
             for pl in self.hint.placements:
                 hinted[(pl.job, pl.group)].add(self.p.node_index[pl.node])
-        for job in self.jobs:
+        for n, job in enumerate(self.jobs):
+            if n % 32 == 0 and time.perf_counter() > deadline:
+                raise BuildTimeout(f"variables ({n} of {len(self.jobs)} jobs)")
             j = job.index
             self.a[j] = m.new_bool_var(f"a[{j}]")
             for g in job.groups:

@@ -163,3 +163,22 @@ def test_time_limit_respected_on_a_large_instance() -> None:
     plan = solve_cpsat(p, time_limit=1.0)
     assert time.perf_counter() - start < 2.0
     assert check_problem(p, plan) == []
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(rounds(max_nodes=6, max_jobs=6), busy_rounds(max_nodes=6, max_jobs=5)))
+def test_greedy_hint_is_complete_and_feasible(data: tuple[Cluster, Queue]) -> None:
+    """Every valid greedy plan is a solution of the model: the completed hint covers every variable."""
+    from optsched.solvers.cpsat import ENCODINGS, complete_hint
+    from optsched.solvers.cpsat.variables import CpsatRound
+
+    cluster, queue = data
+    p = compile_problem(cluster, queue)
+    for name in ("best-fit", "topo-best-fit", "spread"):
+        r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), hint=solve_greedy(p, name))
+        r.build_variables()
+        for _, encode in ENCODINGS:
+            encode(r)
+        status, values = complete_hint(r, 10.0, 0)
+        assert status in ("OPTIMAL", "FEASIBLE"), (name, status)
+        assert values is not None and len(values) == len(r.model.proto.variables)

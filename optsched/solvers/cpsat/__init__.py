@@ -26,7 +26,6 @@ from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.objective import Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
-from optsched.solvers.greedy import solve_greedy
 
 ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("gang", gang.cpsat),  # admission, min/elastic replicas, ratios
@@ -39,7 +38,6 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
 )
 """Each concern's CP-SAT encoding, in the order they are added (eligibility: candidate nodes)."""
 
-HINT_BASELINE = "best-fit"
 TARGET_COUNT_VARIABLES = 24_000
 """Candidate nodes per group are capped so that the model has about this many count variables:
 on mixed-cloud-10k with 1,000 jobs, 16 candidates per group (48k variables) gave the best plan in
@@ -126,6 +124,8 @@ def complete_hint(r: CpsatRound, time_limit: float, seed: int) -> tuple[str, lis
     solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
     solver.parameters.random_seed = seed
     solver.parameters.num_workers = 1
+    solver.parameters.cp_model_presolve = False  # every choice is fixed: propagation completes it
+    solver.parameters.stop_after_first_solution = True
     status = solver.solve(fixed)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver.status_name(status), None
@@ -175,13 +175,28 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Pla
     return Plan(placements=placements, deferred=deferred, solver=stats)
 
 
+def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -> Plan:
+    """Return the greedy plan as a `fallback` without building a model."""
+    stats = plan.solver.model_copy(update={"name": "cpsat", "status": "fallback", "seed": seed,
+                                           "wall_s": time.perf_counter() - start,
+                                           "extra": {"hint": plan.solver.name, "reason": reason}})
+    return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
+
+
 def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
                 num_workers: int = 2, max_candidates: int | None = None, started: float | None = None,
                 hint: Plan | None = None, deterministic: bool = False) -> Plan:
     """Solve the round with CP-SAT within `time_limit` seconds (counted from `started`)."""
     start = time.perf_counter() if started is None else started
     goal = Objective.parse(objective)
-    fallback = hint if hint is not None else solve_greedy(p, HINT_BASELINE, time_limit=time_limit / 3, seed=seed)
+    if hint is None:  # the best baselines that fit in half the budget (at least one runs whole)
+        from optsched.solve import solve_problem
+
+        hint = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit / 2, seed=seed,
+                             started=start)
+    fallback = hint
+    if any(d.reason == "time_limit" for d in fallback.deferred):  # no time left for a model
+        return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
     fallback_terms = evaluate_problem(p, fallback).objective()
     extra: dict[str, Any] = {"hint": fallback.solver.name}
 

@@ -71,6 +71,7 @@ class CpsatRound:
     truncated: int = 0
     """Groups whose candidate nodes were capped (then the model's bound is not a bound of the round)."""
     _job_keys: dict[int, list[Key]] = field(default_factory=dict)
+    _slots: dict[Any, Any] = field(default_factory=dict)
     _by_domain: dict[tuple[int, int], dict[int, list[Key]]] = field(default_factory=dict)
     device_plan: dict[str, Any] = field(default_factory=dict)
     """Per-device and per-interconnect-group variables, filled by the devices concern."""
@@ -89,20 +90,25 @@ class CpsatRound:
             nodes = np.array(sorted(keep), dtype=np.int64)
         return nodes
 
-    def fit_count(self, group: GroupSpec, node: int) -> int:
-        """Most replicas of `group` that node `node` could hold alone (upper bound of y)."""
-        p = self.p
-        free = p.cap[node] - self.base.used[node]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.where(group.req > 0, np.floor((free + EPS) / np.where(group.req > 0, group.req, 1)), np.inf)
-        n = float(per.min()) if len(per) else np.inf
+    def fit_counts(self, group: GroupSpec, nodes: IArray) -> IArray:
+        """Most replicas of `group` each node could hold alone (upper bounds of y), vectorised."""
+        p, base = self.p, self.base
+        free = p.cap[nodes] - base.used[nodes]
+        need = group.req > 0
+        n = np.full(len(nodes), float(group.rmax))
+        if need.any():
+            n = np.minimum(n, np.floor((free[:, need] + EPS) / group.req[need]).min(axis=1))
         if group.whole:
-            n = min(n, int(self.base.free_whole[node]) // group.whole)
+            n = np.minimum(n, base.free_whole[nodes] // group.whole)
         elif group.share:
-            a, b = self.base.node_devices(node)
-            free_share = np.where(p.dev_healthy[a:b], 1.0 - self.base.dev_used[a:b], 0.0)
-            n = min(n, int(np.floor((free_share + EPS) / group.share).sum()))
-        return int(min(n, group.rmax))
+            key = ("share_slots", group.share)
+            slots = self._slots.get(key)
+            if slots is None:
+                per_dev = np.where(p.dev_healthy, np.floor((1.0 - base.dev_used + EPS) / group.share), 0.0)
+                slots = np.bincount(p.dev_node, weights=per_dev, minlength=p.n_nodes)
+                self._slots[key] = slots
+            n = np.minimum(n, slots[nodes])
+        return np.maximum(n, 0).astype(np.int64)
 
     def build_variables(self, deadline: float = float("inf")) -> None:
         """Admission and count variables for every job and candidate node (BuildTimeout past `deadline`)."""
@@ -121,8 +127,7 @@ class CpsatRound:
             for g in job.groups:
                 nodes = self.candidates(job, g, hinted[(job.id, g.name)])
                 kept = []
-                for v in nodes.tolist():
-                    ub = self.fit_count(g, v)
+                for v, ub in zip(nodes.tolist(), self.fit_counts(g, nodes).tolist(), strict=True):
                     if ub <= 0:
                         continue
                     key = (j, g.index, v)

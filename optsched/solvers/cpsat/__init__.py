@@ -213,7 +213,7 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=max_candidates, hint=fallback)
     t0 = time.perf_counter()
     try:
-        r.build_variables(deadline=start + 0.4 * time_limit)
+        r.build_variables(deadline=start + 0.75 * time_limit)
     except BuildTimeout as exc:
         return finish(fallback, "fallback", reason=f"time limit reached while building ({exc})")
     build: dict[str, float] = {"variables": time.perf_counter() - t0}

@@ -27,6 +27,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/baselines.py
 	$(BIN)/python benchmarks/compile.py
+	$(BIN)/python benchmarks/cpsat.py
+	$(BIN)/python benchmarks/cpsat.py --tight
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

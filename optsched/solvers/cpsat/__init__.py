@@ -218,7 +218,8 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
         return finish(fallback, "fallback", reason=f"time limit reached while building ({exc})")
     build: dict[str, float] = {"variables": time.perf_counter() - t0}
     for name, encode in ENCODINGS:
-        if time.perf_counter() > start + 0.9 * time_limit:
+        slowest = max(build.values())  # the next encoding may take as long as the slowest so far
+        if time.perf_counter() + slowest > start + 0.9 * time_limit:
             return finish(fallback, "fallback", reason=f"time limit reached while building ({name})", build=build)
         t0 = time.perf_counter()
         encode(r)
@@ -227,7 +228,10 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     weights, unmodelled = _weights(r, goal)
     r.model.maximize(_objective(r, weights))
     t0 = time.perf_counter()
-    hint_status, values = complete_hint(r, 0.25 * (start + time_limit - t0), seed)
+    left = start + 0.9 * time_limit - t0
+    if left < 0.1 * time_limit:
+        return finish(fallback, "fallback", reason="no time left to complete the hint and solve", build=build)
+    hint_status, values = complete_hint(r, 0.4 * left, seed)
     extra["hint_status"], extra["hint_s"] = hint_status, time.perf_counter() - t0
     if values is None:
         return finish(fallback, "fallback", reason=f"hint completion {hint_status} (a model bug if INFEASIBLE)")

@@ -110,13 +110,3 @@ class PlanView:
     def placed_jobs(self) -> list[JobSpec]:
         """Queue and migrated jobs that have placements in the plan."""
         return [reps[0].job for reps in self.by_job.values() if reps]
-
-    def admitted(self) -> list[JobSpec]:
-        """Queued jobs admitted by the plan (at least one placement)."""
-        return [j for j in self.problem.jobs if self.by_job.get(j.id)]
-
-    def all_holding_jobs(self) -> list[tuple[JobSpec, IArray]]:
-        """Every job that holds resources after the plan (kept running, migrated, admitted), with nodes."""
-        out = [(j, np.array([pl.node for pl in j.placements], dtype=np.int64)) for j in self.kept]
-        out.extend((reps[0].job, self.job_nodes(jid)) for jid, reps in self.by_job.items() if reps)
-        return out

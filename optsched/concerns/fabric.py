@@ -75,15 +75,6 @@ def check(view: PlanView) -> list[Violation]:
     return out
 
 
-def uplink_load(view: PlanView) -> np.ndarray:
-    """Gbps on every domain's uplink after the plan (kept running and placed jobs)."""
-    p = view.problem
-    load = view.ledger.uplink_load.copy()
-    for job in view.placed_jobs():
-        np.add.at(load, crossed_domains(p, view.job_nodes(job.id)), job.bandwidth)
-    return load
-
-
 def term(view: PlanView) -> dict[str, float]:
     """`topology`: extra domains spanned (count); `uplink_gbps`: Gbps crossing uplinks of new jobs."""
     p = view.problem

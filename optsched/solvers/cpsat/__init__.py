@@ -197,7 +197,7 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     fallback = hint
     if any(d.reason == "time_limit" for d in fallback.deferred):  # no time left for a model
         return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
-    fallback_terms = evaluate_problem(p, fallback).objective()
+    fallback_terms = fallback.objective or evaluate_problem(p, fallback).objective()
     extra: dict[str, Any] = {"hint": fallback.solver.name}
 
     def finish(plan: Plan, status: str, **more: Any) -> Plan:

@@ -44,6 +44,11 @@ on mixed-cloud-10k with 1,000 jobs, 16 candidates per group (48k variables) gave
 10 s among 8, 16 and 32 (benchmarks/results/cpsat.md)."""
 
 
+SECONDS_PER_CANDIDATE = 1.0e-4
+"""Measured cost of building and completing the model per (group, candidate node) pair: about 2.4 s
+for 1,300 groups x 16 candidates on mixed-cloud-10k (benchmarks/results/cpsat.md, build_s + hint_s)."""
+
+
 def candidate_cap(p: Problem) -> int:
     """Candidate nodes per group: 64 on small rounds, fewer as the queue grows (at least 8)."""
     groups = sum(len(j.groups) for j in p.jobs)
@@ -180,7 +185,8 @@ def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -
     stats = plan.solver.model_copy(update={"name": "cpsat", "status": "fallback", "seed": seed,
                                            "wall_s": time.perf_counter() - start,
                                            "extra": {"hint": plan.solver.name, "reason": reason}})
-    return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
+    terms = plan.objective or evaluate_problem(p, plan).objective()
+    return plan.model_copy(update={"objective": terms, "solver": stats})
 
 
 def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
@@ -189,9 +195,18 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     """Solve the round with CP-SAT within `time_limit` seconds (counted from `started`)."""
     start = time.perf_counter() if started is None else started
     goal = Objective.parse(objective)
-    if hint is None:  # the best baselines that fit in half the budget (at least one runs whole)
+    if max_candidates is None:
+        max_candidates = candidate_cap(p)
+    model_s = SECONDS_PER_CANDIDATE * max_candidates * sum(len(j.groups) for j in p.jobs)
+    if hint is None:
         from optsched.solve import solve_problem
 
+        if model_s > 0.4 * time_limit:  # no model fits: the baselines get the whole budget
+            greedy = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit, seed=seed,
+                                   started=start)
+            return finish_early(p, greedy, start, seed,
+                                f"a model would take about {model_s:.1f} s to build; the time limit is {time_limit} s")
+        # the best baselines that fit in half the budget (at least one runs whole)
         hint = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit / 2, seed=seed,
                              started=start)
     fallback = hint
@@ -207,8 +222,6 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
         terms = fallback_terms if plan is fallback else evaluate_problem(p, plan).objective()
         return plan.model_copy(update={"objective": terms, "solver": stats})
 
-    if max_candidates is None:
-        max_candidates = candidate_cap(p)
     extra["max_candidates"] = max_candidates
     r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=max_candidates, hint=fallback)
     t0 = time.perf_counter()
@@ -251,9 +264,10 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return finish(fallback, "fallback", reason=f"CP-SAT status {solver.status_name(status)}")
     stats = SolverStats(name="cpsat")
-    plan = _decode(r, solver, stats)
-    if plan is None:
+    decoded = _decode(r, solver, stats)
+    if decoded is None:
         return finish(fallback, "fallback", reason="decoding failed (a model bug)")
+    plan = decoded
     violations = check_problem(p, plan)
     if violations:
         return finish(fallback, "fallback", reason="plan failed the check (a model bug)",

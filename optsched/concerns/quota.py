@@ -124,11 +124,17 @@ def cpsat(r: CpsatRound) -> None:
         return
     scale = 1000
     new: dict[tuple[int, int], list[Any]] = {}
+    uses: dict[tuple[int, int, int], list[tuple[int, int]]] = {}  # per (job, group, node model)
     for key, var in r.y.items():
         job = p.jobs[key[0]]
-        use = flavor_use(p, job.groups[key[1]], key[2])
-        for f in np.flatnonzero(use > 0).tolist():
-            new.setdefault((job.tenant, f), []).append((round(use[f] * scale), var))
+        model = int(p.node_model[key[2]])
+        use = uses.get((key[0], key[1], model))
+        if use is None:
+            vec = flavor_use(p, job.groups[key[1]], key[2])
+            use = [(f, round(vec[f] * scale)) for f in np.flatnonzero(vec > 0).tolist()]
+            uses[(key[0], key[1], model)] = use
+        for f, amount in use:
+            new.setdefault((job.tenant, f), []).append((amount, var))
     base = r.base.quota_used
     broken = {(t, f) for t, f in new if problems(p, base, _only(p, t, f))}
     n_defined = len(p.cluster.tenants)

@@ -86,14 +86,13 @@ def cpsat(r: CpsatRound) -> None:
             level = p.level_index(group.spec.spread.level)
             at = p.node_domain_at(level)
             doms = eligible_domains(p, job, group, level)
-            counts: dict[int, list[Any]] = {int(d): [] for d in doms}
+            counts: dict[int, list[Any]] = {}
             for v in r.by_group[(job.index, group.index)]:
                 counts.setdefault(int(at[v]), []).append(r.y[(job.index, group.index, v)])
             skew = group.spec.spread.max_skew
-            if any(not c for c in counts.values()):  # some eligible domain cannot get a replica: min is 0
+            if len(counts) < len(doms):  # some eligible domain cannot get a replica: min is 0
                 for c in counts.values():
-                    if c:
-                        m.add(r.sum(c) <= skew)
+                    m.add(r.sum(c) <= skew)
                 continue
             hi = m.new_int_var(0, group.rmax, f"sprmax[{job.index},{group.index}]")
             lo = m.new_int_var(0, group.rmax, f"sprmin[{job.index},{group.index}]")

@@ -72,6 +72,7 @@ class CpsatRound:
     """Groups whose candidate nodes were capped (then the model's bound is not a bound of the round)."""
     _job_keys: dict[int, list[Key]] = field(default_factory=dict)
     _slots: dict[Any, Any] = field(default_factory=dict)
+    _ub: dict[int, int] = field(default_factory=dict)
     _by_domain: dict[tuple[int, int], dict[int, list[Key]]] = field(default_factory=dict)
     device_plan: dict[str, Any] = field(default_factory=dict)
     """Per-device and per-interconnect-group variables, filled by the devices concern."""
@@ -132,10 +133,12 @@ class CpsatRound:
                         continue
                     key = (j, g.index, v)
                     var = m.new_int_var(0, ub, f"y[{j},{g.index},{v}]")
+                    self._ub[var.index] = ub
                     self.y[key] = var
                     if g.rmax > g.rmin:
                         lo = m.new_int_var(0, min(ub, g.rmin), f"ym[{j},{g.index},{v}]")
                         hi = m.new_int_var(0, min(ub, g.rmax - g.rmin), f"ye[{j},{g.index},{v}]")
+                        self._ub[lo.index], self._ub[hi.index] = min(ub, g.rmin), min(ub, g.rmax - g.rmin)
                         m.add(var == lo + hi)
                         self.ym[key], self.ye[key] = lo, hi
                     else:
@@ -146,7 +149,10 @@ class CpsatRound:
 
     # ------------------------------------------------------------------ helpers for concerns
     def model_ub(self, var: Any) -> int:
-        """Upper bound of a variable of this model (read from the model, not the variable's own view)."""
+        """Upper bound of a variable of this model (recorded at creation, else read from the model)."""
+        known = self._ub.get(var.index)
+        if known is not None:
+            return known
         domain = self.model.proto.variables[var.index].domain
         return int(domain[len(domain) - 1])  # the proto wrapper ignores negative indices
 

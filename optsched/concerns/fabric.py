@@ -117,7 +117,7 @@ def cpsat(r: CpsatRound) -> None:
     it has replicas inside and outside; crossing jobs' bandwidth fits what d's uplink has left
     after running jobs (F3), skipped where even every candidate crossing could not exceed it.
     Topology term (F4): sum over jobs with a topology wish and levels down to theirs of
-    (domains spanned - fewest possible x a[j]).
+    max(0, domains spanned - fewest possible x a[j]) (a non-gang job placed in part may span fewer).
     """
     p, m = r.p, r.model
     extra_terms = []
@@ -132,7 +132,10 @@ def cpsat(r: CpsatRound) -> None:
             for level in range(min(job.topo_level + 1, p.n_levels)):
                 doms = _domains(r, j, level)
                 if len(doms) > 1:
-                    extra_terms.append(r.sum(_span(r, j, level, d) for d in doms) - min_domains(p, job, level) * r.a[j])
+                    extra = m.new_int_var(0, len(doms), f"extra[{j},{level}]")
+                    spanned = r.sum(_span(r, j, level, d) for d in doms)
+                    m.add_max_equality(extra, [0, spanned - min_domains(p, job, level) * r.a[j]])
+                    extra_terms.append(extra)
                     extra_ub += len(doms)
         for groups, level in job.colocate:
             doms = _domains(r, j, level, groups)

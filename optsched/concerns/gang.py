@@ -96,9 +96,9 @@ def cpsat(r: CpsatRound) -> None:
                 m.add(tot_m <= g.rmin * a)  # G3
                 m.add(tot_m >= g.rmin * full)
                 m.add(tot_e <= (g.rmax - g.rmin) * full)  # elastic indices only after min is full
+        every = r.sum(r.y[k] for k in r.job_keys(j))
+        m.add(every >= a)  # G4: admitted iff some replica is placed (gang jobs too: all mins may be 0)
         if not job.gang:
-            every = r.sum(r.y[k] for k in r.job_keys(j))
-            m.add(every >= a)  # G4: admitted iff some replica placed
             m.add(every <= sum(g.rmax for g in job.groups) * a)
         for gi, per, lo, hi in job.ratios:  # G5, in thousandths
             t_g, t_per = r.total(j, gi), r.total(j, per)

@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/compile.py
 	$(BIN)/python benchmarks/cpsat.py
 	$(BIN)/python benchmarks/cpsat.py --tight
+	$(BIN)/python benchmarks/cpsat_tuning.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

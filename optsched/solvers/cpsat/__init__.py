@@ -41,7 +41,7 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
 TARGET_COUNT_VARIABLES = 24_000
 """Candidate nodes per group are capped so that the model has about this many count variables:
 on mixed-cloud-10k with 1,000 jobs, 16 candidates per group (48k variables) gave the best plan in
-10 s among 8, 16 and 32 (benchmarks/results/cpsat.md)."""
+10 s among 8, 16 and 32 (benchmarks/results/cpsat-tuning.md)."""
 
 
 SECONDS_PER_CANDIDATE = 6.5e-5
@@ -59,7 +59,7 @@ def candidate_cap(p: Problem) -> int:
 PRESOLVE_MAX_VARIABLES = 5000
 """Above this many variables CP-SAT's presolve is switched off: on a 10,240-GPU round it spent the
 whole time limit presolving and returned nothing, while without it the hint is improved at once
-(measured, see benchmarks/results/cpsat.md)."""
+(benchmarks/results/cpsat-tuning.md)."""
 
 
 def solver_parameters(solver: cp_model.CpSolver, *, time_limit: float, seed: int, num_workers: int,

@@ -22,7 +22,7 @@ from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
 from optsched.objective import Objective
 from optsched.problem import compile_problem
-from optsched.solvers.cpsat import ENCODINGS, _hint, _objective, _weights, complete_hint, solve_cpsat
+from optsched.solvers.cpsat import ENCODINGS, _hint, _objective, _weights, candidate_cap, complete_hint, solve_cpsat
 from optsched.solvers.cpsat.variables import CpsatRound
 from optsched.solvers.greedy import solve_greedy
 
@@ -35,13 +35,20 @@ def main() -> None:
     hint = hint.model_copy(update={"objective": evaluate_problem(p, hint).objective()})
     greedy_value = hint.objective["admitted_value"]
 
-    r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=16, hint=hint)
+    cap = candidate_cap(p)
+    start = time.perf_counter()
+    r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=cap, hint=hint)
     r.build_variables()
     for _, encode in ENCODINGS:
         encode(r)
     weights, _ = _weights(r, Objective.parse(None))
     r.model.maximize(_objective(r, weights))
+    built = time.perf_counter() - start
     _hint(r, complete_hint(r, 10.0, 0)[1] or [])
+    completed = time.perf_counter() - start - built
+    pairs = cap * sum(len(j.groups) for j in p.jobs)
+    build_rows = [[cap, pairs, len(r.model.proto.variables), round(built, 3), round(completed, 3),
+                   f"{(built + completed) / pairs:.2e}"]]
     presolve_rows = []
     for presolve in (True, False):
         solver = cp_model.CpSolver()
@@ -67,8 +74,11 @@ def main() -> None:
         print(cap_rows[-1], flush=True)
 
     write("cpsat-tuning", f"# CP-SAT settings, measured\n\n{dt.date.today()}, {machine()}. mixed-cloud-10k, "
-          "1,000 jobs, 2x load, seed 0, hint = best-fit.\n\n## Presolve (16 candidates per group, 5 s, 2 workers)\n\n"
+          "1,000 jobs, 2x load, seed 0, hint = best-fit.\n\n## Presolve (default candidate cap, 5 s, 2 workers)\n\n"
           + table(["presolve", "variables", "status", "wall s", "value", "best-fit value"], presolve_rows)
+          + "\n\n## Build cost (default cap, the basis of `SECONDS_PER_CANDIDATE`)\n\n"
+          + table(["candidates", "group x candidate pairs", "variables", "build s", "hint completion s",
+                   "s per pair"], build_rows)
           + "\n\n## Candidate nodes per group (`solve_cpsat`, 10 s)\n\n"
           + table(["candidates", "variables", "status", "wall s", "value", "best-fit value"], cap_rows) + "\n")
 

@@ -44,10 +44,10 @@ on mixed-cloud-10k with 1,000 jobs, 16 candidates per group (48k variables) gave
 10 s among 8, 16 and 32 (benchmarks/results/cpsat-tuning.md)."""
 
 
-SECONDS_PER_CANDIDATE = 6.5e-5
+SECONDS_PER_CANDIDATE = 8e-5
 """Measured cost of building the model and completing its hint per (group, candidate node) pair:
-1.50 s for 1,288 groups x 18 candidates on mixed-cloud-10k (1,000 jobs), 1.12 s for 392 x 61 on
-dgx-h100-1k (300 jobs); 6.5e-5 and 4.7e-5 s per pair, the larger kept."""
+6.5e-5 to 7.6e-5 s on mixed-cloud-10k with 1,000 jobs (benchmarks/results/cpsat-tuning.md), 4.7e-5
+on dgx-h100-1k with 300 jobs; rounded up."""
 
 
 def candidate_cap(p: Problem) -> int:

@@ -49,11 +49,14 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
     best: Plan | None = None
     tried: dict[str, float] = {}
     reserve = EVALUATE_RESERVE * time_limit
+    last = 0.0
     for name in names:
         left = end - reserve - time.perf_counter()
-        if best is not None and left <= 0:
+        if best is not None and left < last:  # the next baseline would be cut short: keep the best
             break
+        t_run = time.perf_counter()
         plan = solve_greedy(p, name, time_limit=max(left, 0.0), seed=seed)
+        last = time.perf_counter() - t_run
         t_eval = time.perf_counter()
         plan = plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
         reserve = time.perf_counter() - t_eval

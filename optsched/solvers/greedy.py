@@ -154,6 +154,7 @@ class GreedyEngine:
     def __init__(self, problem: Problem, strategy: Strategy) -> None:
         self.p = problem
         self.s = strategy
+        self.deadline = math.inf
         self.ledger = Ledger.with_running(problem)
         self.real = ~problem.node_provisioned
         self.tenant_share_use = np.zeros((len(problem.tenant_names), len(problem.resources) + 1))
@@ -229,6 +230,10 @@ class GreedyEngine:
         placed = att.replicas
         for group in job.groups:
             for i in range(counts[group.index]):
+                if i % 64 == 63 and time.perf_counter() > self.deadline:  # a huge job must not overrun
+                    self._rollback(job, placed)
+                    att.failure = "time_limit"
+                    return att
                 extra = self._colocate_restrict(job, group, placed)
                 mask = restrict if extra is None else (extra if restrict is None else restrict & extra)
                 rep, why = self._place_replica(job, group, i, i >= group.rmin, mask, placed)
@@ -252,7 +257,7 @@ class GreedyEngine:
         for r in placed:
             now[r.group] += 1
         for group in job.groups:
-            while now[group.index] < group.rmax:
+            while now[group.index] < group.rmax and time.perf_counter() <= self.deadline:
                 trial = list(now)
                 trial[group.index] += 1
                 if gang.count_problems(job, trial):
@@ -335,6 +340,7 @@ class GreedyEngine:
         """Place the whole queue; returns placements and deferrals (reason, detail) by job id."""
         placed: dict[str, list[PlacedReplica]] = {}
         deferred: dict[str, tuple[str, str]] = {}
+        self.deadline = deadline
         for job in self._iter_jobs(placed):
             if time.perf_counter() > deadline:
                 deferred[job.id] = ("time_limit", "the round's time limit ran out before this job")
@@ -345,6 +351,8 @@ class GreedyEngine:
                 self._account_tenant(job, att.replicas)
                 nodes = np.array([r.node for r in att.replicas], dtype=np.int64)
                 self.ledger.add_uplink(crossed_domains(self.p, nodes), job.bandwidth)
+            elif att.failure == "time_limit":
+                deferred[job.id] = ("time_limit", "the round's time limit ran out while placing this job")
             else:
                 deferred[job.id] = (att.failure, att.detail)
         return placed, deferred

@@ -6,10 +6,12 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import optsched
 from optsched import InputError, check, evaluate, solve
 from optsched.model import Cluster, Queue
+from tests.test_model import _mutate, _mutations
 
 
 def test_auto_returns_best_checked_plan(example: Any) -> None:
@@ -78,3 +80,17 @@ def test_time_limit_respected_generously() -> None:
     plan = solve(c, q, time_limit=0.3)
     assert time.perf_counter() - start < 2.0
     assert check(c, q, plan) == []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=_mutations())
+def test_fuzzed_documents_that_load_solve_to_valid_plans(example_docs: Any, picks: Any) -> None:
+    """A mutated document either raises InputError or yields a round whose plan passes the check."""
+    c, q, _ = example_docs
+    try:
+        cluster = optsched.load_cluster(_mutate(c, picks))
+        queue = optsched.load_queue(_mutate(q, picks[::-1]), cluster)
+    except InputError:
+        return
+    plan = solve(cluster, queue, solver="volcano")
+    assert check(cluster, queue, plan) == []

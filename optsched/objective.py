@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from optsched.errors import InputError, InputIssue
 from optsched.model.plan import OBJECTIVE_TERMS
 
 MAXIMISED = frozenset({"admitted_value"})
 DEFAULT_ORDER = ("admitted_value", "topology", "fragmentation")
-ObjectiveSpec = Mapping[str, float] | Sequence[str] | None
+ObjectiveSpec = Mapping[str, Any] | Sequence[str] | None
+EXACT = 1e-6
+"""Relative tolerance under which two values of a term count as equal."""
 
 
 @dataclass(frozen=True)
@@ -24,13 +27,23 @@ class Objective:
 
     weights: Mapping[str, float] | None = None
     order: tuple[str, ...] = DEFAULT_ORDER
-    tolerance: float = 1e-6
+    tolerance: float = EXACT
 
     @classmethod
     def parse(cls, spec: ObjectiveSpec) -> Objective:
-        """None: default order; a mapping: weights; a sequence of names: lexicographic order."""
+        """None: default order; a mapping of term weights; a sequence of names: lexicographic order;
+        ``{"lexicographic": [names], "tolerance": 0.01}``: each term may give up that relative share
+        of its best value for the next ones (solve, fix the first within the tolerance, solve on)."""
         if spec is None:
             return cls()
+        if isinstance(spec, Mapping) and "lexicographic" in spec:
+            extra = set(spec) - {"lexicographic", "tolerance"}
+            tol = spec.get("tolerance", EXACT)
+            if extra or not isinstance(tol, int | float) or not 0 <= tol < 1:
+                raise InputError([InputIssue("objective", "bad_objective",
+                                             "expected {'lexicographic': [terms], 'tolerance': 0 <= t < 1}")])
+            parsed = cls.parse(list(spec["lexicographic"]))
+            return cls(order=parsed.order, tolerance=max(float(tol), EXACT))
         names = list(spec.keys()) if isinstance(spec, Mapping) else list(spec)
         bad = [n for n in names if n not in OBJECTIVE_TERMS]
         if bad or isinstance(spec, str):

@@ -182,3 +182,32 @@ def test_greedy_hint_is_complete_and_feasible(data: tuple[Cluster, Queue]) -> No
         status, values = complete_hint(r, 10.0, 0)
         assert status in ("OPTIMAL", "FEASIBLE"), (name, status)
         assert values is not None and len(values) == len(r.model.proto.variables)
+
+
+def test_lexicographic_with_tolerance_trades_value_for_topology() -> None:
+    """Leaf l0 has n0 (zone a) and n1; leaf l1 has n2; 8 GPUs each.
+
+    Job `a` (2 x 8 GPUs, prefers one leaf) and job `b` (8 GPUs, zone a only) all fit only with
+    `a` split over both leaves (value 24, topology 1). Exact lexicographic keeps value 24; a 50%
+    tolerance lets the value drop to 16 (b deferred) to keep `a` inside l0 (topology 0).
+    """
+    nodes = [{"id": f"n{i}", "domain": leaf, "capacity": {"cpu": 8000},
+              "devices": {"model": "G", "count": 8}, **({"labels": {"zone": "a"}} if i == 0 else {})}
+             for i, leaf in enumerate(["l0", "l0", "l1"])]
+    cluster = Cluster.model_validate({
+        "topology": {"levels": ["spine", "leaf"], "domains": [
+            {"id": "s", "level": "spine"}, {"id": "l0", "level": "leaf", "parent": "s"},
+            {"id": "l1", "level": "leaf", "parent": "s"}]},
+        "device_models": {"G": {}}, "nodes": nodes})
+    queue = Queue.model_validate({"jobs": [
+        {"id": "a", "topology": {"level": "leaf"},
+         "groups": [{"name": "w", "replicas": {"min": 2, "max": 2}, "request": {"gpu": 8}}]},
+        {"id": "b", "groups": [{"name": "w", "request": {"gpu": 8}, "node_selector": {"zone": "a"}}]}]})
+    p = compile_problem(cluster, queue)
+    exact = solve_cpsat(p, time_limit=10.0)
+    assert (exact.objective["admitted_value"], exact.objective["topology"]) == (24.0, 1.0)
+    loose = solve_cpsat(p, time_limit=10.0, objective={"lexicographic": ["admitted_value", "topology"],
+                                                       "tolerance": 0.5})
+    assert check_problem(p, loose) == []
+    assert (loose.objective["admitted_value"], loose.objective["topology"]) == (16.0, 0.0)
+    assert loose.solver.extra["phases"] == 2

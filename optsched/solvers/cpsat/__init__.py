@@ -23,7 +23,7 @@ from optsched.concerns import capacity, devices, fabric, gang, quota, spread, va
 from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
-from optsched.objective import Objective, ObjectiveSpec
+from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
 
@@ -260,11 +260,36 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     left = start + time_limit - time.perf_counter() - 0.05 * time_limit
     if left <= 0:
         return finish(fallback, "fallback", reason="time limit spent before solving")
-    solver = cp_model.CpSolver()
-    solver_parameters(solver, time_limit=left, seed=seed, num_workers=num_workers, deterministic=deterministic,
-                      n_variables=len(r.model.proto.variables))
-    status = solver.solve(r.model)
-    extra["solve_s"] = solver.wall_time
+
+    def run(seconds: float) -> tuple[cp_model.CpSolver, Any]:
+        s = cp_model.CpSolver()
+        solver_parameters(s, time_limit=seconds, seed=seed, num_workers=num_workers, deterministic=deterministic,
+                          n_variables=len(r.model.proto.variables))
+        return s, s.solve(r.model)
+
+    ordered = [n for n in goal.order if n in r.terms] if goal.weights is None else []
+    first_bound: float | None = None
+    if goal.tolerance > EXACT and len(ordered) > 1:
+        # tolerance lexicographic: optimise the first term, keep it within the tolerance, optimise the rest
+        head = r.terms[ordered[0]]
+        r.model.maximize(head.expr if head.maximise else -head.expr)
+        solver, status = run(left / 2)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return finish(fallback, "fallback", reason=f"CP-SAT status {solver.status_name(status)} (phase 1)")
+        best = solver.value(head.expr)
+        first_bound = abs(solver.best_objective_bound)
+        slack = goal.tolerance * abs(best)
+        r.model.add(head.expr >= math.ceil(best - slack) if head.maximise else head.expr <= math.floor(best + slack))
+        _hint(r, list(solver.response_proto.solution))
+        weights = {n: w for n, w in _weights(r, Objective(order=tuple(ordered[1:])))[0].items()}
+        r.model.maximize(_objective(r, weights))
+        second, status2 = run(start + time_limit - time.perf_counter() - 0.05 * time_limit)
+        if status2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            solver, status = second, (cp_model.FEASIBLE if status2 == cp_model.OPTIMAL else status2)
+        extra["phases"] = 2
+    else:
+        solver, status = run(left)
+    extra["solve_s"] = time.perf_counter() - start - extra["build_s"]
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return finish(fallback, "fallback", reason=f"CP-SAT status {solver.status_name(status)}")
     stats = SolverStats(name="cpsat")
@@ -280,7 +305,13 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     found = solver.value(value_term.expr) / value_term.scale
     bound = gap = None
     extra["truncated_groups"] = r.truncated
-    if goal.weights is None and goal.order and goal.order[0] == "admitted_value":
+    if first_bound is not None and ordered[0] == "admitted_value":
+        bound = first_bound / value_term.scale
+        gap = max(0.0, (bound - found) / max(abs(bound), 1e-9))
+        if r.truncated:
+            extra["candidate_bound"], extra["candidate_gap"] = bound, gap
+            bound = gap = None
+    elif goal.weights is None and goal.order and goal.order[0] == "admitted_value":
         # objective = w_v * V - (lower terms, each below w_v in total): V* <= (bound + their ub) / w_v
         lower = sum(r.term_ub.get(n, 0) * w for n, w in weights.items() if n != "admitted_value")
         bound = math.floor((solver.best_objective_bound + lower) / weights["admitted_value"] + 1e-9) / value_term.scale

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -341,7 +341,7 @@ class GreedyEngine:
         placed: dict[str, list[PlacedReplica]] = {}
         deferred: dict[str, tuple[str, str]] = {}
         self.deadline = deadline
-        for job in self._iter_jobs(placed):
+        for job in self._iter_jobs():
             if time.perf_counter() > deadline:
                 deferred[job.id] = ("time_limit", "the round's time limit ran out before this job")
                 continue
@@ -357,7 +357,8 @@ class GreedyEngine:
                 deferred[job.id] = (att.failure, att.detail)
         return placed, deferred
 
-    def _iter_jobs(self, placed: dict[str, list[PlacedReplica]]):  # type: ignore[no-untyped-def]
+    def _iter_jobs(self) -> Iterator[JobSpec]:
+        """Jobs in the strategy's order; Volcano's DRF order is recomputed as jobs are admitted."""
         order = self._order()
         if order is not None:
             yield from order

@@ -9,11 +9,25 @@ that filtering all nodes for a replica is a handful of vectorised comparisons.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
 
 EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class PlacedReplica:
+    """One replica on a node: group index, replica index, node, flat device indices, share per device."""
+
+    group: int
+    replica: int
+    node: int
+    devices: tuple[int, ...]
+    share: float
+    elastic: bool
 
 
 def flavor_use(p: Problem, group: GroupSpec, node: int) -> FArray:

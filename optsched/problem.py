@@ -20,7 +20,8 @@ Indexing
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -116,9 +117,9 @@ class JobSpec:
     migratable: bool = False
     started_at: float = 0.0
 
-    @property
+    @cached_property
     def group_index(self) -> dict[str, int]:
-        """Group name -> index."""
+        """Group name -> index (built once; the view and hints look it up per placement)."""
         return {g.name: g.index for g in self.groups}
 
 
@@ -208,12 +209,6 @@ class Problem:
         if level >= self.n_levels:
             return np.arange(self.n_nodes, dtype=np.int64)
         return self.node_dom[:, level]
-
-    def domains_at(self, level: int) -> IArray:
-        """Global ids of the domains of a level (node indices for the node pseudo-level)."""
-        if level >= self.n_levels:
-            return np.arange(self.n_nodes, dtype=np.int64)
-        return np.flatnonzero(self.dom_level == level)
 
     def gpus_of(self, placements: tuple[RunningPlacement, ...] | list[RunningPlacement]) -> float:
         """GPUs held by a list of placements (shares counted as fractions)."""
@@ -456,9 +451,8 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
             share = rp.share if rp.share is not None else (g.share if g.share > 0 else 1.0)
             places.append(RunningPlacement(gidx[rp.group], rp.replica, n,
                                            tuple(int(dev_start_real[n] + d) for d in rp.devices), share))
-        running.append(JobSpec(**{**spec.__dict__, "placements": tuple(places),
-                                  "checkpoint_age_s": r.checkpoint_age_s, "restart_s": r.restart_s,
-                                  "migratable": r.migratable, "started_at": r.started_at}))
+        running.append(replace(spec, placements=tuple(places), checkpoint_age_s=r.checkpoint_age_s,
+                               restart_s=r.restart_s, migratable=r.migratable, started_at=r.started_at))
 
     return Problem(
         cluster=cluster, queue=queue, resources=resources, node_ids=node_ids, node_index=node_index,

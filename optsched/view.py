@@ -13,22 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from optsched.concerns.base import Violation
-from optsched.ledger import Ledger
+from optsched.ledger import Ledger, PlacedReplica
 from optsched.model.plan import Eviction, Plan
 from optsched.problem import IArray, JobSpec, Problem
 
 
 @dataclass(frozen=True)
-class Replica:
-    """One placed replica, resolved to indices."""
+class Replica(PlacedReplica):
+    """One placed replica of a plan, resolved to indices, with its job."""
 
     job: JobSpec
-    group: int
-    replica: int
-    node: int
-    devices: tuple[int, ...]
-    share: float
-    elastic: bool
     position: int
     """Index of the placement in `plan.placements`."""
 
@@ -88,8 +82,8 @@ class PlanView:
             start = int(p.node_dev_start[node])
             group = job.groups[gidx]
             share = pl.share if pl.share is not None else (group.share if group.share else 1.0)
-            rep = Replica(job, gidx, pl.replica, node, tuple(start + d for d in pl.devices), share,
-                          pl.elastic, pos)
+            rep = Replica(group=gidx, replica=pl.replica, node=node, devices=tuple(start + d for d in pl.devices),
+                          share=share, elastic=pl.elastic, job=job, position=pos)
             self.replicas.append(rep)
             self.by_job[job.id].append(rep)
 

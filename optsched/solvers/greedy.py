@@ -24,24 +24,12 @@ import numpy as np
 
 from optsched.concerns import eligibility, gang, quota, spread
 from optsched.concerns.devices import DevicePolicy, pick
-from optsched.ledger import EPS, Ledger, crossed_domains
+from optsched.ledger import EPS, Ledger, PlacedReplica, crossed_domains
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
 
 Scorer = Callable[[Problem, Ledger, GroupSpec, IArray], FArray]
 """Scores candidate nodes for one replica (higher is better; ties go to the lower index)."""
-
-
-@dataclass(frozen=True)
-class PlacedReplica:
-    """A replica placed by the engine (flat device indices)."""
-
-    group: int
-    replica: int
-    node: int
-    devices: tuple[int, ...]
-    share: float
-    elastic: bool
 
 
 @dataclass

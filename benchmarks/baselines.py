@@ -41,16 +41,17 @@ def main() -> None:
             p, t_compile = timed(lambda q=queue, c=cluster: compile_problem(c, q))
             for solver in STRATEGIES:
                 plan, wall = timed(lambda s=solver, p=p: solve_greedy(p, s), repeat=3)
-                violations = check_problem(p, plan)
-                m = evaluate_problem(p, plan)
+                violations, t_check = timed(lambda plan=plan, p=p: check_problem(p, plan))
+                m, t_eval = timed(lambda plan=plan, p=p: evaluate_problem(p, plan))
                 rows.append([seed, solver, round(wall, 3), "ok" if not violations else f"{len(violations)} violations",
+                             round(t_check, 3), round(t_eval, 3),
                              int(m.details["admitted_jobs"]), round(m.details["placed_gpus"], 1),
                              round(m.admitted_value, 1), m.topology, round(m.details["uplink_gbps"]),
                              round(m.fragmentation, 1)])
         out.append(f"\n## {name}: {jobs} jobs, load {load}x of {free_gpus(cluster):,.0f} free GPUs "
                    f"(compile {t_compile:.3f} s)\n")
-        out.append(table(["seed", "baseline", "wall s", "check", "admitted jobs", "placed GPUs", "value",
-                          "topology", "uplink Gbps", "fragmentation"], rows))
+        out.append(table(["seed", "baseline", "wall s", "check", "check s", "evaluate s", "admitted jobs",
+                          "placed GPUs", "value", "topology", "uplink Gbps", "fragmentation"], rows))
         slowest = max(r[2] for r in rows)
         out.append(f"\nSlowest baseline: {slowest:.3f} s.\n")
     write("baselines", "\n".join(out) + "\n")

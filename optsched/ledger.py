@@ -175,17 +175,25 @@ class Ledger:
 
     def fits_mask(self, group: GroupSpec, candidates: BArray | None = None) -> BArray:
         """Nodes where one more replica of `group` fits by resources and devices."""
+        if candidates is None:
+            return self.fits_at(group, np.arange(self.problem.n_nodes))
+        ok = np.zeros(self.problem.n_nodes, dtype=bool)
+        idx = np.flatnonzero(candidates)
+        ok[idx] = self.fits_at(group, idx)
+        return ok
+
+    def fits_at(self, group: GroupSpec, nodes: IArray) -> BArray:
+        """Whether one more replica of `group` fits on each of `nodes` (aligned with `nodes`)."""
         p = self.problem
-        ok = np.all(self.used + group.req <= p.cap + EPS, axis=1)
+        ok: BArray = np.all(self.used[nodes] + group.req <= p.cap[nodes] + EPS, axis=1)
         if group.whole:
+            free_whole = self.free_whole[nodes]
             if group.affinity == "required":
                 # one group, or whole groups when the request exceeds the largest group
-                big = group.whole > p.node_max_group
-                ok &= np.where(big, self.free_whole >= group.whole, self.max_group_free >= group.whole)
+                big = group.whole > p.node_max_group[nodes]
+                ok &= np.where(big, free_whole >= group.whole, self.max_group_free[nodes] >= group.whole)
             else:
-                ok &= self.free_whole >= group.whole
+                ok &= free_whole >= group.whole
         elif group.share:
-            ok &= self.max_share_free >= group.share - EPS
-        if candidates is not None:
-            ok &= candidates
+            ok &= self.max_share_free[nodes] >= group.share - EPS
         return ok

@@ -38,12 +38,22 @@ def _taint_mask(p: Problem, group: GroupSpec) -> BArray:
     return mask
 
 
+def shape_key(p: Problem, job: JobSpec, group: GroupSpec) -> tuple[object, ...]:
+    """What decides where a replica of `group` may go: replicas with equal keys have equal masks."""
+    memo = ("shape_key", id(group))  # groups live as long as the problem: ids are not reused
+    key: tuple[object, ...] | None = p._cache.get(memo)
+    if key is None:
+        key = p._cache[memo] = (
+            "eligible", job.spot == "forbidden", tuple(sorted(group.spec.node_selector.items())),
+            tuple(t.model_dump_json() for t in group.spec.tolerations),
+            group.model_speed.tobytes() if group.uses_devices else b"", group.whole, group.affinity,
+            group.req.tobytes())
+    return key
+
+
 def mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
     """Nodes (real and provisioning slots) that may ever hold a replica of `group`, ignoring usage."""
-    key = ("eligible", job.spot == "forbidden", tuple(sorted(group.spec.node_selector.items())),
-           tuple(t.model_dump_json() for t in group.spec.tolerations),
-           group.model_speed.tobytes() if group.uses_devices else b"", group.whole, group.affinity,
-           group.req.tobytes())
+    key = shape_key(p, job, group)
     cached = p._cache.get(key)
     if cached is not None:
         out: BArray = cached

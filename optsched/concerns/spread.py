@@ -30,8 +30,9 @@ def eligible_domains(p: Problem, job: JobSpec, group: GroupSpec, level: int) -> 
     return doms
 
 
-def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int]) -> BArray:
-    """Nodes whose spread domain may take one more replica without exceeding the skew."""
+def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int],
+                  nodes: IArray | None = None) -> BArray:
+    """Whether each node (all, or `nodes`) is in a spread domain that may take one more replica."""
     spread = group.spec.spread
     assert spread is not None
     level = p.level_index(spread.level)
@@ -43,8 +44,10 @@ def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: 
         inside = (pos < len(doms)) & (doms[np.minimum(pos, len(doms) - 1)] == placed)
         counts[pos[inside]] = np.fromiter(counts_by_domain.values(), dtype=np.int64)[inside]
     lowest = counts.min() if len(counts) else 0
-    ok_doms = doms[counts + 1 - lowest <= spread.max_skew]
-    return np.isin(p.node_domain_at(level), ok_doms)
+    at = p.node_domain_at(level)
+    flags = np.zeros(max(len(p.domain_ids), p.n_nodes), dtype=bool)  # domain ids, or node ids at the node level
+    flags[doms[counts + 1 - lowest <= spread.max_skew]] = True
+    return flags[at] if nodes is None else flags[at[nodes]]
 
 
 def check(view: PlanView) -> list[Violation]:

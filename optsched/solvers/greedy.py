@@ -136,6 +136,67 @@ class Strategy:
     source: str = ""
 
 
+MAX_DOMAIN_ATTEMPTS = 64
+"""Domains tried per job by the domain-first strategies before the job is deferred."""
+
+
+class NodeCursor:
+    """The eligible nodes of one replica shape, with their fit and score, kept current lazily.
+
+    A placement changes only its own node's usage, so every other node keeps its fit and its
+    score. The cursor scores all its nodes once (O(nodes x resources)); afterwards it re-scores
+    only the nodes that the engine's change log names since it last looked, in one vectorised
+    call. Replicas of the same shape (same request, devices and eligibility) share one cursor
+    across the whole round. The choice is the same as rescoring every node for every replica
+    (highest score, lowest node index on ties), at O(nodes) per replica instead of
+    O(nodes x resources) per replica.
+    """
+
+    def __init__(self, engine: GreedyEngine, group: GroupSpec, nodes: IArray) -> None:
+        self.engine = engine
+        self.group = group
+        self.nodes = nodes
+        self.key = np.full(len(nodes), -np.inf)
+        self.seen = len(engine.changed)
+        if len(nodes):
+            self._score(np.arange(len(nodes)))
+
+    def _score(self, positions: IArray) -> None:
+        e = self.engine
+        nodes = self.nodes[positions]
+        fit = e.ledger.fits_at(self.group, nodes)
+        self.key[positions] = -np.inf
+        self.key[positions[fit]] = e.s.score(e.p, e.ledger, self.group, nodes[fit])
+
+    def sync(self) -> None:
+        """Re-score the nodes whose usage changed since the last call."""
+        log = self.engine.changed
+        if self.seen == len(log) or not len(self.nodes):
+            self.seen = len(log)
+            return
+        touched = np.fromiter(sorted(set(log[self.seen:])), dtype=np.int64)
+        self.seen = len(log)
+        pos = np.searchsorted(self.nodes, touched)
+        inside = pos < len(self.nodes)
+        pos = pos[inside]
+        pos = pos[self.nodes[pos] == touched[inside]]
+        if len(pos):
+            self._score(pos)
+
+    def best(self, allowed: BArray | None = None) -> int:
+        """The best node where a replica fits (among `allowed` positions), or -1."""
+        self.sync()
+        key = self.key if allowed is None else np.where(allowed, self.key, -np.inf)
+        if not len(key):
+            return -1
+        i = int(np.argmax(key))
+        return int(self.nodes[i]) if key[i] > -np.inf else -1
+
+    def drop(self, node: int) -> None:
+        """Do not offer `node` until its usage changes (its devices cannot take the replica)."""
+        self.key[int(np.searchsorted(self.nodes, node))] = -np.inf
+
+
 class GreedyEngine:
     """Places a round job by job for one `Strategy` (see module docstring)."""
 
@@ -146,16 +207,31 @@ class GreedyEngine:
         self.ledger = Ledger.with_running(problem)
         self.real = ~problem.node_provisioned
         self.tenant_share_use = np.zeros((len(problem.tenant_names), len(problem.resources) + 1))
+        self._cursors: dict[tuple[object, ...], NodeCursor] = {}
+        """One cursor per replica shape, for the whole round."""
+        self.changed: list[int] = []
+        self._totals: FArray | None = None
+        """Cluster totals per resource and GPUs (real nodes), the DRF denominators."""
+        """Log of the nodes whose usage changed, in order (cursors re-score what they have not seen)."""
 
     # ------------------------------------------------------------------ one replica
+    def _cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
+        """The round's cursor for the shape of `group` (its eligible real nodes, scored)."""
+        key = (*eligibility.shape_key(self.p, job, group), group.gpu, group.share)
+        cursor = self._cursors.get(key)
+        if cursor is None:
+            nodes = np.flatnonzero(eligibility.mask(self.p, job, group) & self.real)
+            cursor = self._cursors[key] = NodeCursor(self, group, nodes)
+        return cursor
+
     def _place_replica(self, job: JobSpec, group: GroupSpec, replica: int, elastic: bool,
                        restrict: BArray | None, placed: list[PlacedReplica]) -> tuple[PlacedReplica | None, str]:
         p, ledger = self.p, self.ledger
-        base = eligibility.mask(p, job, group) & self.real
-        if not base.any():
+        cursor = self._cursor(job, group)
+        if not len(cursor.nodes):
             return None, "device_model" if group.uses_devices else "selector"
-        cand = base if restrict is None else base & restrict
-        if not cand.any():
+        allowed = None if restrict is None else restrict[cursor.nodes]
+        if allowed is not None and not allowed.any():
             return None, "topology"
         if group.spec.spread is not None:
             level = p.level_index(group.spec.spread.level)
@@ -164,26 +240,28 @@ class GreedyEngine:
             for r in placed:
                 if r.group == group.index:
                     counts[int(at[r.node])] = counts.get(int(at[r.node]), 0) + 1
-            cand = cand & spread.allowed_nodes(p, job, group, counts)
-            if not cand.any():
+            ok = spread.allowed_nodes(p, job, group, counts, cursor.nodes)
+            allowed = ok if allowed is None else allowed & ok
+            if not allowed.any():
                 return None, "spread"
-        fits = ledger.fits_mask(group, cand)
-        nodes = np.flatnonzero(fits)
-        if not len(nodes):
-            return None, "capacity"
-        scores = self.s.score(p, ledger, group, nodes)
-        order = nodes[np.argsort(-scores, kind="stable")]
-        for node in order[:8]:  # the device check is exact; a node that passed the mask rarely fails it
-            got = pick(p, ledger, int(node), group, self.s.device_policy)
-            if got is not None:
-                devs, share = got
-                ledger.add(job, group, int(node), devs, share)
-                return PlacedReplica(group.index, replica, int(node), devs, share, elastic), ""
+        for _ in range(8):  # the device check is exact; a node that passed the mask rarely fails it
+            node = cursor.best(allowed)
+            if node < 0:
+                break
+            got = pick(p, ledger, node, group, self.s.device_policy)
+            if got is None:
+                cursor.drop(node)
+                continue
+            devs, share = got
+            ledger.add(job, group, node, devs, share)
+            self.changed.append(node)
+            return PlacedReplica(group.index, replica, node, devs, share, elastic), ""
         return None, "capacity"
 
     def _rollback(self, job: JobSpec, placed: list[PlacedReplica]) -> None:
         for r in reversed(placed):
             self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share, sign=-1.0)
+            self.changed.append(r.node)
         placed.clear()
 
     def _job_ok(self, job: JobSpec, placed: list[PlacedReplica]) -> str:
@@ -264,20 +342,30 @@ class GreedyEngine:
         return att
 
     # ------------------------------------------------------------------ domains
-    def _domain_candidates(self, job: JobSpec, levels: list[int]) -> list[BArray]:
-        """Node masks of the domains (at `levels`, lowest first) that could hold the job by free GPUs."""
+    def _domain_candidates(self, job: JobSpec, levels: list[int], limit: int) -> list[tuple[int, int]]:
+        """Up to `limit` (level, domain) pairs, at `levels` in order, whose free devices of the
+        models the job accepts could hold its minimum replicas (Slurm counts only nodes that
+        satisfy the job's constraints)."""
         p = self.p
         need = sum(g.gpu * g.rmin for g in job.groups)
-        free_gpu = np.where(self.real, self.ledger.free_whole, 0)
-        out: list[BArray] = []
+        usable = np.zeros(p.n_nodes, dtype=bool)
+        for g in job.groups:
+            if g.uses_devices:
+                usable |= eligibility.mask(p, job, g)
+        free_gpu = np.where(self.real & usable, self.ledger.free_whole, 0)
+        out: list[tuple[int, int]] = []
         for level in levels:
-            at = p.node_domain_at(level)
-            doms, inv = np.unique(at, return_inverse=True)
+            key = ("domains_of_nodes", level)
+            if key not in p._cache:
+                p._cache[key] = np.unique(p.node_domain_at(level), return_inverse=True)
+            doms, inv = p._cache[key]
             free = np.bincount(inv, weights=free_gpu, minlength=len(doms))
             ok = np.flatnonzero(free >= need - EPS) if need > 0 else np.arange(len(doms))
             if self.s.domain_first:
                 ok = ok[np.argsort(free[ok], kind="stable")]  # best fit: the tightest domain first
-            out.extend(at == doms[i] for i in ok)
+            out.extend((level, int(d)) for d in doms[ok[:limit - len(out)]])
+            if len(out) >= limit:
+                break
         return out
 
     def place_job(self, job: JobSpec) -> Attempt:
@@ -287,20 +375,21 @@ class GreedyEngine:
             return Attempt(failure="ratio", detail="no replica counts satisfy min/max and ratios")
         p = self.p
         multi = sum(counts) > 1 and any(g.gpu > 0 for g in job.groups)
-        attempts: list[BArray | None]
+        attempts: list[tuple[int, int] | None]
         if job.topo_required and job.topo_level is not None:
             lv = job.topo_level
             # Slurm tree: the lowest switch first, up to the required level; others: that level only
             levels = list(range(p.n_levels - 1, lv - 1, -1)) if self.s.domain_first and lv < p.n_levels else [lv]
-            attempts = list(self._domain_candidates(job, levels))
+            attempts = list(self._domain_candidates(job, levels, MAX_DOMAIN_ATTEMPTS))
             if not attempts:
                 return Attempt(failure="topology", detail="no domain has enough free devices")
         elif self.s.domain_first and multi and p.n_levels:
-            attempts = [*self._domain_candidates(job, list(range(p.n_levels - 1, -1, -1))), None]
+            attempts = [*self._domain_candidates(job, list(range(p.n_levels - 1, -1, -1)), MAX_DOMAIN_ATTEMPTS), None]
         else:
             attempts = [None]
         last = Attempt(failure="capacity")
-        for restrict in attempts[:64]:
+        for domain in attempts[:MAX_DOMAIN_ATTEMPTS]:
+            restrict = None if domain is None else p.node_domain_at(domain[0]) == domain[1]
             att = self._place_in(job, counts, restrict)
             if att.failure is None:
                 return att
@@ -310,7 +399,10 @@ class GreedyEngine:
     # ------------------------------------------------------------------ the round
     def _dominant_share(self, tenant: int) -> float:
         p = self.p
-        totals = np.concatenate([p.cap[self.real].sum(axis=0), [float(p.node_dev_count[self.real].sum())]])
+        totals = self._totals
+        if totals is None:
+            totals = self._totals = np.concatenate([p.cap[self.real].sum(axis=0),
+                                                    [float(p.node_dev_count[self.real].sum())]])
         with np.errstate(divide="ignore", invalid="ignore"):
             s = np.where(totals > 0, self.tenant_share_use[tenant] / np.where(totals > 0, totals, 1), 0.0)
         return float(s.max()) / float(p.tenant_weight[tenant])

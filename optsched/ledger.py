@@ -197,3 +197,28 @@ class Ledger:
         elif group.share:
             ok &= self.max_share_free[nodes] >= group.share - EPS
         return ok
+
+    def share_slots(self, share: float) -> FArray:
+        """Per node: how many more shares of size `share` its healthy devices could take."""
+        p = self.problem
+        per_dev = np.where(p.dev_healthy, np.floor((1.0 - self.dev_used + EPS) / share), 0.0)
+        return np.bincount(p.dev_node, weights=per_dev, minlength=p.n_nodes).astype(float)
+
+    def replicas_fit(self, group: GroupSpec, nodes: IArray, share_slots: FArray | None = None) -> IArray:
+        """Most replicas of `group` each of `nodes` could hold alone (resources and devices), vectorised.
+
+        `share_slots` is `share_slots(group.share)` when the caller already has it.
+        """
+        p = self.problem
+        free = p.cap[nodes] - self.used[nodes]
+        need = group.req > 0
+        n = np.full(len(nodes), float(group.rmax))
+        if need.any():
+            n = np.minimum(n, np.floor((free[:, need] + EPS) / group.req[need]).min(axis=1))
+        if group.whole:
+            n = np.minimum(n, self.free_whole[nodes] // group.whole)
+        elif group.share:
+            slots = self.share_slots(group.share) if share_slots is None else share_slots
+            n = np.minimum(n, slots[nodes])
+        out: IArray = np.maximum(n, 0).astype(np.int64)
+        return out

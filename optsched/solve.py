@@ -34,10 +34,16 @@ EVALUATE_RESERVE = 0.1
 
 
 def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec = None,
-                  time_limit: float = 1.0, seed: int = 0, started: float | None = None) -> Plan:
-    """`solve` on an already compiled problem; `started` is when the call began (perf_counter)."""
+                  time_limit: float = 1.0, seed: int = 0, started: float | None = None,
+                  more_within: float | None = None) -> Plan:
+    """`solve` on an already compiled problem; `started` is when the call began (perf_counter).
+
+    `more_within` (seconds from `started`, auto only): the first baseline may use the whole time
+    limit, further ones run only if they would finish within this (a caller keeps the rest).
+    """
     start = time.perf_counter() if started is None else started
     end = start + time_limit
+    soft_end = end if more_within is None else min(end, start + more_within)
     goal = Objective.parse(objective)
     if solver not in solver_names():
         raise InputError([InputIssue("solver", "unknown_solver", f"{solver!r}; known: {solver_names()}")])
@@ -52,7 +58,7 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
     last = 0.0
     for name in names:
         left = end - reserve - time.perf_counter()
-        if best is not None and left < last:  # the next baseline would be cut short: keep the best
+        if best is not None and soft_end - reserve - time.perf_counter() < last:  # it would be cut short
             break
         t_run = time.perf_counter()
         plan = solve_greedy(p, name, time_limit=max(left, 0.0), seed=seed)

@@ -211,3 +211,49 @@ def test_lexicographic_with_tolerance_trades_value_for_topology() -> None:
     assert check_problem(p, loose) == []
     assert (loose.objective["admitted_value"], loose.objective["topology"]) == (16.0, 0.0)
     assert loose.solver.extra["phases"] == 2
+
+
+# ---------------------------------------------------------------------------- neighbourhood search
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(rounds(max_nodes=8, max_jobs=8), busy_rounds(max_nodes=8, max_jobs=6)))
+def test_neighbourhood_plans_are_valid_and_no_worse_than_the_hint(data: tuple[Cluster, Queue]) -> None:
+    cluster, queue = data
+    p = compile_problem(cluster, queue)
+    plan = solve_cpsat(p, time_limit=1.0, neighbourhoods=True)
+    assert check_problem(p, plan) == [], plan.solver.extra
+    assert all("bug" not in str(row.get("result", "")) for row in plan.solver.extra.get("neighbourhoods", []))
+    hint = evaluate_problem(p, solve_greedy(p, "best-fit")).objective()
+    assert not Objective.parse(None).better(hint, plan.objective)
+    if plan.solver.bound is not None:
+        assert plan.solver.bound >= plan.objective["admitted_value"] - 1e-6
+
+
+def test_neighbourhood_search_moves_a_flexible_job_off_the_device_another_needs() -> None:
+    """Job `any` (H100 or L40S) is first in line and every baseline puts it on the H100 node,
+    which `h100-only` then needs; the neighbourhood search moves it to the L40S node and admits both."""
+    cluster = Cluster.model_validate({
+        "device_models": {"H100": {"memory_gib": 80}, "L40S": {"memory_gib": 48}},
+        "topology": {"levels": ["leaf"], "domains": [{"id": "leaf-0", "level": "leaf"},
+                                                     {"id": "leaf-1", "level": "leaf"}]},
+        "pools": [{"name": "res", "pricing": "reserved", "price_per_hour": 10.0}],
+        "nodes": [
+            {"id": "h100", "domain": "leaf-0", "pool": "res", "capacity": {"cpu": 64000, "memory": 512000},
+             "devices": {"model": "H100", "count": 8}},
+            {"id": "l40s", "domain": "leaf-1", "pool": "res", "capacity": {"cpu": 64000, "memory": 512000},
+             "devices": {"model": "L40S", "count": 8}},
+        ],
+    })
+    queue = Queue.model_validate({"jobs": [
+        {"id": "any", "priority": 100, "groups": [{"name": "w", "replicas": {"min": 1, "max": 1},
+                                                   "request": {"gpu": 8, "cpu": 8000},
+                                                   "models": {"H100": 1.0, "L40S": 0.5}}]},
+        {"id": "h100-only", "groups": [{"name": "w", "replicas": {"min": 1, "max": 1},
+                                        "request": {"gpu": 8, "cpu": 8000}, "models": {"H100": 1.0}}]},
+    ]})
+    p = compile_problem(cluster, queue)
+    greedy = max((solve_greedy(p, n) for n in STRATEGIES), key=lambda pl: evaluate_problem(p, pl).admitted_value)
+    assert len(greedy.deferred) == 1
+    plan = solve_cpsat(p, time_limit=2.0, neighbourhoods=True)
+    assert check_problem(p, plan) == []
+    assert plan.deferred == [] and plan.solver.status == "feasible", plan.solver.extra
+    assert {pl.job: pl.node for pl in plan.placements} == {"any": "l40s", "h100-only": "h100"}

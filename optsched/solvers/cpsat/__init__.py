@@ -25,6 +25,8 @@ from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
+from optsched.solvers.bound import value_bound
+from optsched.solvers.cpsat import neighbourhood
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
 
 ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
@@ -195,36 +197,58 @@ def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -
 
 def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
                 num_workers: int = 2, max_candidates: int | None = None, started: float | None = None,
-                hint: Plan | None = None, deterministic: bool = False) -> Plan:
-    """Solve the round with CP-SAT within `time_limit` seconds (counted from `started`)."""
+                hint: Plan | None = None, deterministic: bool = False, neighbourhoods: bool | None = None) -> Plan:
+    """Solve the round with CP-SAT within `time_limit` seconds (counted from `started`).
+
+    One model of the whole round when it can be built in 40% of the time limit, else (or when
+    `neighbourhoods` is True) CP-SAT improves the greedy plan one neighbourhood at a time
+    (`optsched.solvers.cpsat.neighbourhood`).
+    """
     start = time.perf_counter() if started is None else started
     goal = Objective.parse(objective)
     if max_candidates is None:
         max_candidates = candidate_cap(p)
     model_s = SECONDS_PER_CANDIDATE * max_candidates * sum(len(j.groups) for j in p.jobs)
+    whole_model = model_s <= 0.4 * time_limit if neighbourhoods is None else not neighbourhoods
     if hint is None:
         from optsched.solve import solve_problem
 
-        if model_s > 0.4 * time_limit:  # no model fits: the baselines get the whole budget
-            greedy = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit, seed=seed,
-                                   started=start)
-            return finish_early(p, greedy, start, seed,
-                                f"a model would take about {model_s:.1f} s to build; the time limit is {time_limit} s")
-        # the best baselines that fit in half the budget (at least one runs whole)
-        hint = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit / 2, seed=seed,
-                             started=start)
+        # the first baseline may use the whole budget; more of them only within half of it
+        hint = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit, seed=seed,
+                             started=start, more_within=time_limit / 2)
     fallback = hint
     if any(d.reason == "time_limit" for d in fallback.deferred):  # no time left for a model
         return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
     fallback_terms = fallback.objective or evaluate_problem(p, fallback).objective()
     extra: dict[str, Any] = {"hint": fallback.solver.name}
+    lp = value_bound(p) if time.perf_counter() < start + 0.6 * time_limit else None
+    if lp is not None:
+        extra["value_bound"] = {"value": lp.value, "s": round(lp.seconds, 4), "status": lp.status}
 
-    def finish(plan: Plan, status: str, **more: Any) -> Plan:
+    def finish(plan: Plan, status: str, *, model_bound: float | None = None, **more: Any) -> Plan:
+        """Stamp the plan; bound = the tighter of the LP bound and an exact model's bound."""
+        terms = fallback_terms if plan is fallback else (plan.objective or evaluate_problem(p, plan).objective())
+        bounds = [b for b in (None if lp is None else lp.value, model_bound) if b is not None]
+        bound = min(bounds) if bounds else None
+        gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(abs(bound), 1e-9))
         stats = plan.solver.model_copy(update={
             "name": "cpsat", "status": status, "wall_s": time.perf_counter() - start, "seed": seed,
-            "extra": {**extra, **more}, **{k: v for k, v in more.items() if k in ("bound", "gap")}})
-        terms = fallback_terms if plan is fallback else evaluate_problem(p, plan).objective()
+            "extra": {**extra, **more}, "bound": bound, "gap": gap})
         return plan.model_copy(update={"objective": terms, "solver": stats})
+
+    if not whole_model:
+        if start + 0.9 * time_limit - time.perf_counter() < 0.1 * time_limit:
+            return finish(fallback, "fallback", reason=f"a model would take about {model_s:.1f} s to build and "
+                                                         "the baselines used the time")
+        groups_per_model = max(8, int(0.25 * time_limit / (SECONDS_PER_CANDIDATE * max_candidates)))
+        better, log = neighbourhood.improve(
+            p, fallback, goal, deadline=start + 0.9 * time_limit, seed=seed, num_workers=num_workers,
+            groups_per_model=groups_per_model, max_candidates=max_candidates)
+        extra["neighbourhoods"] = log.rows
+        extra["reason"] = f"a whole model would take about {model_s:.1f} s to build: neighbourhood search"
+        if log.improved == 0:
+            return finish(fallback, "fallback")
+        return finish(better, "feasible", improved=log.improved)
 
     extra["max_candidates"] = max_candidates
     r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=max_candidates, hint=fallback)
@@ -302,31 +326,26 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
         return finish(fallback, "fallback", reason="plan failed the check (a model bug)",
                       violations=[str(v) for v in violations[:10]])
     value_term = r.terms["admitted_value"]
-    found = solver.value(value_term.expr) / value_term.scale
-    bound = gap = None
+    model_bound: float | None = None  # a bound of the model is one of the round only without truncation
     extra["truncated_groups"] = r.truncated
     if first_bound is not None and ordered[0] == "admitted_value":
-        bound = first_bound / value_term.scale
-        gap = max(0.0, (bound - found) / max(abs(bound), 1e-9))
-        if r.truncated:
-            extra["candidate_bound"], extra["candidate_gap"] = bound, gap
-            bound = gap = None
+        model_bound = first_bound / value_term.scale
     elif goal.weights is None and goal.order and goal.order[0] == "admitted_value":
         # objective = w_v * V - (lower terms, each below w_v in total): V* <= (bound + their ub) / w_v
         lower = sum(r.term_ub.get(n, 0) * w for n, w in weights.items() if n != "admitted_value")
-        bound = math.floor((solver.best_objective_bound + lower) / weights["admitted_value"] + 1e-9) / value_term.scale
-        gap = max(0.0, (bound - found) / max(abs(bound), 1e-9))
-        if r.truncated:  # a bound of the restricted model only
-            extra["candidate_bound"], extra["candidate_gap"] = bound, gap
-            bound = gap = None
+        model_bound = math.floor((solver.best_objective_bound + lower) / weights["admitted_value"] + 1e-9) \
+            / value_term.scale
+    if r.truncated and model_bound is not None:
+        extra["candidate_bound"] = model_bound
+        model_bound = None
     model_terms = {name: solver.value(t.expr) / t.scale for name, t in r.terms.items()}
     terms = evaluate_problem(p, plan).objective()
     if Objective.parse(objective).better(fallback_terms, terms):
-        return finish(fallback, "fallback", reason="CP-SAT plan not better than the hint", bound=bound, gap=gap,
+        return finish(fallback, "fallback", reason="CP-SAT plan not better than the hint", model_bound=model_bound,
                       model_terms=model_terms)
     status_name = "optimal" if status == cp_model.OPTIMAL else "feasible"
-    out = finish(plan, status_name, bound=bound, gap=gap, model_terms=model_terms)
-    return out
+    return finish(plan.model_copy(update={"objective": terms}), status_name, model_bound=model_bound,
+                  model_terms=model_terms)
 
 
 __all__ = ["ENCODINGS", "solve_cpsat"]

@@ -23,9 +23,9 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from optsched.concerns import eligibility
-from optsched.ledger import EPS, Ledger
+from optsched.ledger import Ledger
 from optsched.model.plan import Plan
-from optsched.problem import GroupSpec, IArray, JobSpec, Problem
+from optsched.problem import BArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.solvers.greedy import score_most_allocated
 
 
@@ -58,6 +58,8 @@ class CpsatRound:
     jobs: list[JobSpec]
     max_candidates: int = 64
     hint: Plan | None = None
+    allowed: BArray | None = None
+    """Nodes the model may use (a neighbourhood); None = every node."""
     model: cp_model.CpModel = field(default_factory=cp_model.CpModel)
     a: dict[int, Any] = field(default_factory=dict)
     y: dict[Key, Any] = field(default_factory=dict)
@@ -82,6 +84,8 @@ class CpsatRound:
         """Nodes where one replica of `group` could go, best-fit first, capped, hint nodes kept."""
         p = self.p
         ok = eligibility.mask(p, job, group) & ~p.node_provisioned
+        if self.allowed is not None:
+            ok = ok & self.allowed
         ok = self.base.fits_mask(group, ok)
         nodes = np.flatnonzero(ok)
         if len(nodes) > self.max_candidates:
@@ -93,23 +97,13 @@ class CpsatRound:
 
     def fit_counts(self, group: GroupSpec, nodes: IArray) -> IArray:
         """Most replicas of `group` each node could hold alone (upper bounds of y), vectorised."""
-        p, base = self.p, self.base
-        free = p.cap[nodes] - base.used[nodes]
-        need = group.req > 0
-        n = np.full(len(nodes), float(group.rmax))
-        if need.any():
-            n = np.minimum(n, np.floor((free[:, need] + EPS) / group.req[need]).min(axis=1))
-        if group.whole:
-            n = np.minimum(n, base.free_whole[nodes] // group.whole)
-        elif group.share:
+        slots = None
+        if group.share and not group.whole:
             key = ("share_slots", group.share)
             slots = self._slots.get(key)
             if slots is None:
-                per_dev = np.where(p.dev_healthy, np.floor((1.0 - base.dev_used + EPS) / group.share), 0.0)
-                slots = np.bincount(p.dev_node, weights=per_dev, minlength=p.n_nodes)
-                self._slots[key] = slots
-            n = np.minimum(n, slots[nodes])
-        return np.maximum(n, 0).astype(np.int64)
+                slots = self._slots[key] = self.base.share_slots(group.share)
+        return self.base.replicas_fit(group, nodes, slots)
 
     def build_variables(self, deadline: float = float("inf")) -> None:
         """Admission and count variables for every job and candidate node (BuildTimeout past `deadline`)."""

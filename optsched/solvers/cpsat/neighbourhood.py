@@ -1,0 +1,203 @@
+"""Rounds too large for one model: CP-SAT on neighbourhoods of the best plan so far.
+
+When the whole round cannot be modelled within the time limit, CP-SAT improves the best plan
+one neighbourhood at a time (large neighbourhood search). A neighbourhood is a few leaf domains
+whose free devices are fragmented, the jobs that the plan placed entirely inside them, and the
+deferred jobs that may use them. Every other job stays where the plan put it, in the base ledger
+with its uplink and quota use, so a solution of the submodel merges into a plan of the whole
+round exactly; the merged plan is checked by the validator and kept only when the objective
+says it is better. This is the domain decomposition of DESIGN.md "Scale", run one neighbourhood
+after another (on 2 cores both are CP-SAT's workers).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from optsched.check import check_problem
+from optsched.concerns import eligibility
+from optsched.ledger import Ledger, crossed_domains
+from optsched.metrics import evaluate_problem
+from optsched.model.plan import Plan
+from optsched.objective import Objective
+from optsched.problem import BArray, FArray, IArray, JobSpec, Problem, priority_weight
+from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
+from optsched.view import PlanView
+
+NEIGHBOURHOOD_NODES = 96
+"""Nodes per neighbourhood (whole leaf domains are added until at least this many)."""
+
+
+@dataclass
+class SearchLog:
+    """What the neighbourhood search did: one row per neighbourhood, for `solver.extra`."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    improved: int = 0
+
+
+def _plan_ledger(p: Problem, view: PlanView, keep: set[str]) -> Ledger:
+    """Running jobs plus the plan's replicas of the jobs in `keep`, uplinks and quota included."""
+    ledger = Ledger.with_running(p)
+    items = [(r.job, r.job.groups[r.group], r.node, r.devices, r.share)
+             for job_id in keep for r in view.by_job.get(job_id, [])]
+    ledger.add_many(items)
+    for job_id in keep:
+        reps = view.by_job.get(job_id)
+        if reps and reps[0].job.bandwidth:
+            nodes = np.array([r.node for r in reps], dtype=np.int64)
+            ledger.add_uplink(crossed_domains(p, nodes), reps[0].job.bandwidth)
+    return ledger
+
+
+def _leaf_scores(p: Problem, per_node: FArray) -> tuple[IArray, FArray]:
+    """Leaf domains (or the whole cluster when there is no topology) ordered by the summed score."""
+    real = ~p.node_provisioned
+    at = p.node_domain_at(p.n_levels - 1) if p.n_levels else np.zeros(p.n_nodes, dtype=np.int64)
+    doms, inv = np.unique(at, return_inverse=True)
+    by_dom = np.bincount(inv, weights=np.where(real, per_node, 0.0), minlength=len(doms))
+    order = np.argsort(-by_dom, kind="stable")
+    order = order[by_dom[order] > 0]
+    return doms[order], by_dom[order]
+
+
+def neighbourhood(p: Problem, view: PlanView, ledger: Ledger, want: BArray, step: int) -> BArray:
+    """Nodes of one neighbourhood: a source leaf and a sink leaf, rotating with `step`.
+
+    The source leaf holds the most devices, on nodes that deferred jobs need (`want`: eligible for
+    a group of theirs that fits nowhere now), of
+    placed replicas that could run elsewhere (with the nodes of the other replicas of its jobs,
+    so that they can move whole); sink leaves, the most free devices first, fill the rest. Moving such
+    jobs from source to sink frees the devices that the deferred jobs need (a fast device model
+    taken by a job that also runs on a slower one), and consolidating a leaf's fragments lets a
+    gang in.
+    """
+    real = ~p.node_provisioned
+    at = p.node_domain_at(p.n_levels - 1) if p.n_levels else np.zeros(p.n_nodes, dtype=np.int64)
+    flexible = np.zeros(p.n_nodes)  # devices of replicas that fit elsewhere, on another leaf
+    room: dict[int, BArray] = {}
+    for reps in view.by_job.values():
+        job = reps[0].job
+        for r in reps:
+            if not r.devices or not want[r.node]:
+                continue
+            g = job.groups[r.group]
+            free = room.get(id(g))
+            if free is None:
+                free = room[id(g)] = eligibility.mask(p, job, g) & real & ledger.fits_mask(g)
+            if (free & (at != at[r.node])).any():
+                flexible[r.node] += len(r.devices) * r.share
+    sources, _ = _leaf_scores(p, np.where(want, flexible, 0.0))
+    sinks, _ = _leaf_scores(p, ledger.free_whole.astype(float) + 0.01)
+    chosen = np.zeros(p.n_nodes, dtype=bool)
+    if len(sources):
+        chosen |= at == sources[step % min(len(sources), 8)]
+        for reps in view.by_job.values():  # the source's jobs move whole: add the nodes of their other replicas
+            if any(chosen[r.node] for r in reps):
+                chosen[[r.node for r in reps]] = True
+    for k in range(len(sinks)):
+        if chosen.sum() >= NEIGHBOURHOOD_NODES:
+            break
+        chosen |= at == sinks[(step + k) % len(sinks)]
+    return chosen & real
+
+
+def _job_worth(job: JobSpec) -> float:
+    return priority_weight(job.priority) * sum(max(g.gpu, 1e-3) * max(g.rmin, 1) for g in job.groups)
+
+
+def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: int, num_workers: int,
+            groups_per_model: int, max_candidates: int) -> tuple[Plan, SearchLog]:
+    """Improve `plan` neighbourhood by neighbourhood until `deadline` (perf_counter seconds)."""
+    from optsched.solvers.cpsat import ENCODINGS, _decode, _objective, _weights, complete_hint, solver_parameters
+
+    log = SearchLog()
+    best = plan
+    best_terms = plan.objective or evaluate_problem(p, plan).objective()
+    step = 0
+    while time.perf_counter() < deadline - 0.05:
+        step += 1
+        t0 = time.perf_counter()
+        view = PlanView(p, best)
+        deferred_ids = {d.job for d in best.deferred}
+        deferred = sorted((p.jobs[p.job_index[j]] for j in deferred_ids), key=_job_worth, reverse=True)
+        if not deferred:
+            break
+        full = _plan_ledger(p, view, set(view.by_job))
+        want = np.zeros(p.n_nodes, dtype=bool)  # where the deferred jobs' binding groups could go
+        real = ~p.node_provisioned
+        for job in deferred[:64]:
+            for g in job.groups:
+                ok = eligibility.mask(p, job, g) & real
+                if not (ok & full.fits_mask(g)).any():
+                    want |= ok
+        chosen = neighbourhood(p, view, full, want, step - 1)
+        if not chosen.any():
+            break
+        inside = [job_id for job_id, reps in view.by_job.items() if all(chosen[r.node] for r in reps)]
+        budget = groups_per_model - sum(len(p.jobs[p.job_index[j]].groups) for j in inside)
+        movable = [p.jobs[p.job_index[j]] for j in inside]
+        for job in deferred:
+            if budget <= 0:
+                break
+            if any((eligibility.mask(p, job, g) & chosen).any() for g in job.groups):
+                movable.append(job)
+                budget -= len(job.groups)
+        ids = {j.id for j in movable}
+        base = _plan_ledger(p, view, set(view.by_job) - ids)
+        r = CpsatRound(p, base, sorted(movable, key=lambda j: j.index), max_candidates=max_candidates,
+                       hint=best, allowed=chosen)
+        row: dict[str, Any] = {"step": step, "nodes": int(chosen.sum()), "placed": len(inside),
+                               "deferred": len(movable) - len(inside)}
+        log.rows.append(row)
+        left = deadline - time.perf_counter()
+        try:
+            r.build_variables(deadline=time.perf_counter() + 0.5 * left)
+            for _name, encode in ENCODINGS:
+                encode(r)
+        except BuildTimeout:
+            row["result"] = "build timeout"
+            break
+        weights, _ = _weights(r, goal)
+        r.model.maximize(_objective(r, weights))
+        status, values = complete_hint(r, 0.25 * (deadline - time.perf_counter()), seed)
+        if values is None:
+            row["result"] = f"hint {status}"
+            continue
+        r.model.clear_hints()
+        for index, val in enumerate(values):
+            r.model.add_hint(r.model.get_int_var_from_proto_index(index), val)
+        solver = cp_model.CpSolver()
+        solver_parameters(solver, time_limit=deadline - time.perf_counter(), seed=seed + step,
+                          num_workers=num_workers, deterministic=False, n_variables=len(r.model.proto.variables))
+        solver.parameters.max_time_in_seconds = max(0.01, min(deadline - time.perf_counter(),
+                                                              max(0.1, 2 * (time.perf_counter() - t0))))
+        got = solver.solve(r.model)
+        row["cpsat"] = solver.status_name(got)
+        if got not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            continue
+        sub = _decode(r, solver, best.solver)
+        if sub is None:
+            row["result"] = "decode failed (a model bug)"
+            continue
+        merged = Plan(placements=[pl for pl in best.placements if pl.job not in ids] + sub.placements,
+                      deferred=[d for d in best.deferred if d.job not in ids] + sub.deferred,
+                      solver=best.solver)
+        terms = evaluate_problem(p, merged).objective()
+        row["s"] = round(time.perf_counter() - t0, 3)
+        if not goal.better(terms, best_terms):
+            row["result"] = "no better"
+            continue
+        violations = check_problem(p, merged)
+        if violations:
+            row["result"] = f"merged plan failed the check (a model bug): {violations[0]}"
+            continue
+        row["result"] = f"admitted_value {best_terms['admitted_value']:.1f} -> {terms['admitted_value']:.1f}"
+        best, best_terms = merged.model_copy(update={"objective": terms}), terms
+        log.improved += 1
+    return best, log

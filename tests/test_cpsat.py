@@ -246,7 +246,7 @@ def test_neighbourhood_search_moves_a_flexible_job_off_the_device_another_needs(
     queue = Queue.model_validate({"jobs": [
         {"id": "any", "priority": 100, "groups": [{"name": "w", "replicas": {"min": 1, "max": 1},
                                                    "request": {"gpu": 8, "cpu": 8000},
-                                                   "models": {"H100": 1.0, "L40S": 0.5}}]},
+                                                   "models": {"H100": 1.0, "L40S": 0.9}}]},
         {"id": "h100-only", "groups": [{"name": "w", "replicas": {"min": 1, "max": 1},
                                         "request": {"gpu": 8, "cpu": 8000}, "models": {"H100": 1.0}}]},
     ]})

@@ -19,7 +19,7 @@ docs/formulation.md, section "Value bound":
   only on nodes with >= w free devices: sum_{g: whole_g >= w} whole_g (zm + ze) <= sum of the
   free devices of those nodes;
 - B6  per class: whole devices plus shares <= the free device capacity (fractions included);
-- B7  x[k] = 0 when a job with a `required` topology needs more devices than any domain of its
+- B7  x[k] = 0 when a gang job with a `required` topology needs more devices than any domain of its
   level has free on nodes it may use.
 
 Objective: max sum priority_weight_j x size_g x speed_c x (zm + 0.5 ze), the `admitted_value` of
@@ -138,7 +138,8 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
     # identical jobs (same priority, groups, gang and B7 outcome) are one column with a count
     kinds: dict[tuple[object, ...], tuple[JobSpec, bool, int]] = {}
     for job in p.jobs:
-        feasible = not (job.topo_required and job.topo_level is not None) or _fits_required_domain(p, base, job, real)
+        feasible = not (job.gang and job.topo_required and job.topo_level is not None) \
+            or _fits_required_domain(p, base, job, real)
         kind: tuple[object, ...] = (
             job.priority, job.gang, feasible,
             tuple((*eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmin, g.rmax) for g in job.groups))

@@ -221,7 +221,7 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
         return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
     fallback_terms = fallback.objective or evaluate_problem(p, fallback).objective()
     extra: dict[str, Any] = {"hint": fallback.solver.name}
-    lp = value_bound(p) if time.perf_counter() < start + 0.6 * time_limit else None
+    lp = value_bound(p) if time.perf_counter() < start + 0.8 * time_limit else None
     if lp is not None:
         extra["value_bound"] = {"value": lp.value, "s": round(lp.seconds, 4), "status": lp.status}
 
@@ -240,10 +240,9 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
         if start + 0.9 * time_limit - time.perf_counter() < 0.1 * time_limit:
             return finish(fallback, "fallback", reason=f"a model would take about {model_s:.1f} s to build and "
                                                          "the baselines used the time")
-        groups_per_model = max(8, int(0.25 * time_limit / (SECONDS_PER_CANDIDATE * max_candidates)))
         better, log = neighbourhood.improve(
             p, fallback, goal, deadline=start + 0.9 * time_limit, seed=seed, num_workers=num_workers,
-            groups_per_model=groups_per_model, max_candidates=max_candidates)
+            seconds_per_group=SECONDS_PER_CANDIDATE * neighbourhood.MAX_CANDIDATES)
         extra["neighbourhoods"] = log.rows
         extra["reason"] = f"a whole model would take about {model_s:.1f} s to build: neighbourhood search"
         if log.improved == 0:
@@ -335,6 +334,8 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
         lower = sum(r.term_ub.get(n, 0) * w for n, w in weights.items() if n != "admitted_value")
         model_bound = math.floor((solver.best_objective_bound + lower) / weights["admitted_value"] + 1e-9) \
             / value_term.scale
+    if model_bound is not None:  # per-replica values are rounded to 1/VALUE_SCALE in the model
+        model_bound += sum(g.rmax for j in r.jobs for g in j.groups) * 0.5 / value.VALUE_SCALE
     if r.truncated and model_bound is not None:
         extra["candidate_bound"] = model_bound
         model_bound = None
@@ -344,6 +345,8 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
         return finish(fallback, "fallback", reason="CP-SAT plan not better than the hint", model_bound=model_bound,
                       model_terms=model_terms)
     status_name = "optimal" if status == cp_model.OPTIMAL else "feasible"
+    if status == cp_model.OPTIMAL and not r.truncated and model_bound is not None:
+        model_bound = terms["admitted_value"]  # proven optimal: the rounding slack is not a gap
     return finish(plan.model_copy(update={"objective": terms}), status_name, model_bound=model_bound,
                   model_terms=model_terms)
 

@@ -29,6 +29,9 @@ from optsched.problem import BArray, FArray, IArray, JobSpec, Problem, priority_
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
 from optsched.view import PlanView
 
+MAX_CANDIDATES = 24
+"""Candidate nodes per group inside a neighbourhood."""
+
 NEIGHBOURHOOD_NODES = 96
 """Nodes per neighbourhood (whole leaf domains are added until at least this many)."""
 
@@ -55,7 +58,7 @@ def _plan_ledger(p: Problem, view: PlanView, keep: set[str]) -> Ledger:
     return ledger
 
 
-def _leaf_scores(p: Problem, per_node: FArray) -> tuple[IArray, FArray]:
+def _leaf_scores(p: Problem, per_node: FArray) -> IArray:
     """Leaf domains (or the whole cluster when there is no topology) ordered by the summed score."""
     real = ~p.node_provisioned
     at = p.node_domain_at(p.n_levels - 1) if p.n_levels else np.zeros(p.n_nodes, dtype=np.int64)
@@ -63,7 +66,8 @@ def _leaf_scores(p: Problem, per_node: FArray) -> tuple[IArray, FArray]:
     by_dom = np.bincount(inv, weights=np.where(real, per_node, 0.0), minlength=len(doms))
     order = np.argsort(-by_dom, kind="stable")
     order = order[by_dom[order] > 0]
-    return doms[order], by_dom[order]
+    out: IArray = doms[order]
+    return out
 
 
 def neighbourhood(p: Problem, view: PlanView, ledger: Ledger, want: BArray, step: int) -> BArray:
@@ -92,8 +96,8 @@ def neighbourhood(p: Problem, view: PlanView, ledger: Ledger, want: BArray, step
                 free = room[id(g)] = eligibility.mask(p, job, g) & real & ledger.fits_mask(g)
             if (free & (at != at[r.node])).any():
                 flexible[r.node] += len(r.devices) * r.share
-    sources, _ = _leaf_scores(p, np.where(want, flexible, 0.0))
-    sinks, _ = _leaf_scores(p, ledger.free_whole.astype(float) + 0.01)
+    sources = _leaf_scores(p, np.where(want, flexible, 0.0))
+    sinks = _leaf_scores(p, ledger.free_whole.astype(float) + 0.01)
     chosen = np.zeros(p.n_nodes, dtype=bool)
     if len(sources):
         chosen |= at == sources[step % min(len(sources), 8)]
@@ -112,23 +116,30 @@ def _job_worth(job: JobSpec) -> float:
 
 
 def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: int, num_workers: int,
-            groups_per_model: int, max_candidates: int) -> tuple[Plan, SearchLog]:
-    """Improve `plan` neighbourhood by neighbourhood until `deadline` (perf_counter seconds)."""
+            seconds_per_group: float) -> tuple[Plan, SearchLog]:
+    """Improve `plan` neighbourhood by neighbourhood until `deadline` (perf_counter seconds).
+
+    Each neighbourhood's model gets as many groups as can be built in 40% of the time left
+    (`seconds_per_group` is the measured build cost of one group's candidates).
+    """
     from optsched.solvers.cpsat import ENCODINGS, _decode, _objective, _weights, complete_hint, solver_parameters
 
     log = SearchLog()
     best = plan
     best_terms = plan.objective or evaluate_problem(p, plan).objective()
     step = 0
+    view: PlanView | None = None
+    full = Ledger.with_running(p)
     while time.perf_counter() < deadline - 0.05:
         step += 1
         t0 = time.perf_counter()
-        view = PlanView(p, best)
+        if view is None:  # the view and the ledger of the best plan change only when it improves
+            view = PlanView(p, best)
+            full = _plan_ledger(p, view, set(view.by_job))
         deferred_ids = {d.job for d in best.deferred}
         deferred = sorted((p.jobs[p.job_index[j]] for j in deferred_ids), key=_job_worth, reverse=True)
         if not deferred:
             break
-        full = _plan_ledger(p, view, set(view.by_job))
         want = np.zeros(p.n_nodes, dtype=bool)  # where the deferred jobs' binding groups could go
         real = ~p.node_provisioned
         for job in deferred[:64]:
@@ -140,6 +151,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         if not chosen.any():
             break
         inside = [job_id for job_id, reps in view.by_job.items() if all(chosen[r.node] for r in reps)]
+        groups_per_model = max(8, int(0.4 * (deadline - time.perf_counter()) / seconds_per_group))
         budget = groups_per_model - sum(len(p.jobs[p.job_index[j]].groups) for j in inside)
         movable = [p.jobs[p.job_index[j]] for j in inside]
         for job in deferred:
@@ -149,8 +161,15 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
                 movable.append(job)
                 budget -= len(job.groups)
         ids = {j.id for j in movable}
-        base = _plan_ledger(p, view, set(view.by_job) - ids)
-        r = CpsatRound(p, base, sorted(movable, key=lambda j: j.index), max_candidates=max_candidates,
+        base = full.copy()  # the best plan without the movable jobs
+        for job_id in ids:
+            reps = view.by_job.get(job_id, [])
+            for rep in reps:
+                base.add(rep.job, rep.job.groups[rep.group], rep.node, rep.devices, rep.share, sign=-1.0)
+            if reps and reps[0].job.bandwidth:
+                nodes = np.array([rep.node for rep in reps], dtype=np.int64)
+                base.add_uplink(crossed_domains(p, nodes), reps[0].job.bandwidth, sign=-1.0)
+        r = CpsatRound(p, base, sorted(movable, key=lambda j: j.index), max_candidates=MAX_CANDIDATES,
                        hint=best, allowed=chosen)
         row: dict[str, Any] = {"step": step, "nodes": int(chosen.sum()), "placed": len(inside),
                                "deferred": len(movable) - len(inside)}
@@ -181,6 +200,12 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         row["cpsat"] = solver.status_name(got)
         if got not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             continue
+        objective = r.model.proto.objective  # maximised: stored negated, with scaling_factor -1
+        raw = sum(c * values[v] for v, c in zip(objective.vars, objective.coeffs, strict=True)) + objective.offset
+        hinted = (objective.scaling_factor or 1.0) * raw
+        if solver.objective_value <= hinted + 0.5:
+            row["result"] = "no better in the model"
+            continue
         sub = _decode(r, solver, best.solver)
         if sub is None:
             row["result"] = "decode failed (a model bug)"
@@ -199,5 +224,6 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
             continue
         row["result"] = f"admitted_value {best_terms['admitted_value']:.1f} -> {terms['admitted_value']:.1f}"
         best, best_terms = merged.model_copy(update={"objective": terms}), terms
+        view = None
         log.improved += 1
     return best, log

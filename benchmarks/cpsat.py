@@ -14,6 +14,7 @@ import argparse
 import datetime as dt
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -46,6 +47,7 @@ def main() -> None:
     out = [f"# CP-SAT rounds vs the best greedy baseline\n\n{dt.date.today()}, {machine()}, 2 CP-SAT workers. "
            "Generated `mixed` queues; load = GPU demand / free GPUs. Wall time includes building the model "
            "and the greedy hint; every plan was checked by the validator.\n"]
+    summary: dict[tuple[str, float], list[tuple[float, float | None, float, str]]] = {}
     for name, jobs in CLUSTERS.items():
         cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
         rows = []
@@ -68,23 +70,38 @@ def main() -> None:
                     st = plan.solver
                     if st.bound is not None:
                         bound, gap = f"{st.bound:,.1f}", f"{100 * (st.gap or 0):.2f}%"
-                    elif "candidate_bound" in st.extra:
-                        bound = f"[{st.extra['candidate_bound']:,.1f}]"
-                        gap = f"[{100 * st.extra['candidate_gap']:.2f}%]"
                     else:
                         bound = gap = "-"
+                    ratio = m.admitted_value / max(best.admitted_value, 1e-9)
+                    summary.setdefault((name, limit), []).append((ratio, st.gap, wall, st.status))
+                    note = st.extra.get("reason", "")
+                    if "neighbourhoods" in st.extra:
+                        steps = len(st.extra["neighbourhoods"])
+                        note = f"{steps} neighbourhoods, {st.extra.get('improved', 0)} improved"
                     rows.append([seed, load, limit, round(wall, 3), st.status, ok, round(m.admitted_value, 1),
                                  bound, gap, f"{best_name} {best.admitted_value:,.1f}",
-                                 f"{m.admitted_value / max(best.admitted_value, 1e-9):.4f}",
+                                 f"{ratio:.4f}",
                                  f"{m.topology:g} / {best.topology:g}",
                                  f"{m.details['uplink_gbps']:,.0f} / {best.details['uplink_gbps']:,.0f}",
                                  f"{m.fragmentation:,.1f} / {best.fragmentation:,.1f}",
-                                 st.extra.get("reason", "")])
+                                 note])
                     print(name, rows[-1], flush=True)
         out.append(f"\n## {name}: {jobs} queued jobs\n")
         out.append(table(["seed", "load", "limit s", "wall s", "status", "check", "value", "bound", "gap",
                           "best greedy", "ratio", "topology (cpsat / greedy)", "uplink Gbps", "fragmentation",
                           "note"], rows))
+    rows = []
+    for (name, limit), got in summary.items():
+        gaps = [g for _, g, _, _ in got if g is not None]
+        rows.append([name, limit, len(got), f"{min(r for r, _, _, _ in got):.4f}",
+                     sum(1 for r, _, _, _ in got if r >= 1 - 1e-9),
+                     f"{100 * max(gaps):.2f}%" if gaps else "-", f"{100 * sum(gaps) / len(gaps):.2f}%" if gaps else "-",
+                     f"{max(w for _, _, w, _ in got):.3f}",
+                     ", ".join(f"{k} {v}" for k, v in sorted(Counter(s for *_, s in got).items()))])
+    out.insert(1, "\n## Summary\n\nratio = admitted value / best greedy baseline's in the same run; gap = (bound - "
+               "value) / bound, bound = the aggregate LP bound (optsched/solvers/bound.py) or an exact model's.\n\n"
+               + table(["cluster", "limit s", "rounds", "min ratio", "ratio >= 1", "max gap", "mean gap",
+                        "max wall s", "status"], rows) + "\n")
     write("cpsat", "\n".join(out) + "\n")
 
 

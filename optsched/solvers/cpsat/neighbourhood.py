@@ -130,7 +130,13 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
     step = 0
     view: PlanView | None = None
     full = Ledger.with_running(p)
-    while time.perf_counter() < deadline - 0.05:
+    last = 0.05  # seconds the previous step took: a step starts only if one as long still fits
+    t0 = time.perf_counter()
+    while time.perf_counter() + last < deadline:
+        if step:
+            last = max(last, time.perf_counter() - t0)
+            if time.perf_counter() + last >= deadline:
+                break
         step += 1
         t0 = time.perf_counter()
         if view is None:  # the view and the ledger of the best plan change only when it improves
@@ -198,6 +204,9 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
                                                               max(0.1, 2 * (time.perf_counter() - t0))))
         got = solver.solve(r.model)
         row["cpsat"] = solver.status_name(got)
+        if time.perf_counter() > deadline:
+            row["result"] = "out of time"
+            break
         if got not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             continue
         objective = r.model.proto.objective  # maximised: stored negated, with scaling_factor -1

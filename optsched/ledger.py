@@ -9,11 +9,12 @@ that filtering all nodes for a replica is a handful of vectorised comparisons.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
+from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem, RunningPlacement
 
 EPS = 1e-9
 
@@ -163,9 +164,14 @@ class Ledger:
 
     def add_running(self, job: JobSpec, sign: float = 1.0) -> None:
         """Account (or release) a running job where it sits, uplinks included."""
-        for pl in job.placements:
-            self.add(job, job.groups[pl.group], pl.node, pl.devices, pl.share, sign)
-        nodes = np.array([pl.node for pl in job.placements], dtype=np.int64)
+        self.add_replicas(job, job.placements, sign)
+
+    def add_replicas(self, job: JobSpec, replicas: Sequence[RunningPlacement | PlacedReplica],
+                     sign: float = 1.0) -> None:
+        """Account (or release) a job's replicas, and its traffic on the uplinks they cross."""
+        for r in replicas:
+            self.add(job, job.groups[r.group], r.node, r.devices, r.share, sign)
+        nodes = np.array([r.node for r in replicas], dtype=np.int64)
         self.add_uplink(crossed_domains(self.problem, nodes), job.bandwidth, sign)
 
     # ------------------------------------------------------------------ queries

@@ -77,6 +77,15 @@ def mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
     return ok
 
 
+def device_nodes(p: Problem, job: JobSpec) -> BArray:
+    """Nodes that may hold a replica of at least one of the job's device groups."""
+    usable = np.zeros(p.n_nodes, dtype=bool)
+    for g in job.groups:
+        if g.uses_devices:
+            usable |= mask(p, job, g)
+    return usable
+
+
 def reasons(p: Problem, job: JobSpec, group: GroupSpec, node: int) -> list[tuple[str, str]]:
     """(rule, message) for every eligibility rule that `node` breaks for `group`."""
     shape = p.node_shapes[node]

@@ -19,7 +19,7 @@ from optsched.model.plan import Plan
 from optsched.model.queue import Queue
 from optsched.model.references import validate_cluster, validate_queue
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~4x faster
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml (C) when available, else the pure-Python loader
 M = TypeVar("M", bound=BaseModel)
 Source = str | Path | dict[str, Any]
 

@@ -95,10 +95,7 @@ def _fits_required_domain(p: Problem, base: Ledger, job: JobSpec, real: np.ndarr
     need = sum(g.gpu * g.rmin for g in job.groups)
     if need <= 0:
         return True
-    usable = np.zeros(p.n_nodes, dtype=bool)
-    for g in job.groups:
-        if g.uses_devices:
-            usable |= eligibility.mask(p, job, g)
+    usable = eligibility.device_nodes(p, job)
     free = np.where(usable & real, base.free_whole, 0).astype(float)
     for g in job.groups:  # fractional groups can use partly used devices
         if g.share and not g.whole:

@@ -348,11 +348,7 @@ class GreedyEngine:
         satisfy the job's constraints)."""
         p = self.p
         need = sum(g.gpu * g.rmin for g in job.groups)
-        usable = np.zeros(p.n_nodes, dtype=bool)
-        for g in job.groups:
-            if g.uses_devices:
-                usable |= eligibility.mask(p, job, g)
-        free_gpu = np.where(self.real & usable, self.ledger.free_whole, 0)
+        free_gpu = np.where(self.real & eligibility.device_nodes(p, job), self.ledger.free_whole, 0)
         out: list[tuple[int, int]] = []
         for level in levels:
             key = ("domains_of_nodes", level)

@@ -44,25 +44,25 @@ class SearchLog:
     improved: int = 0
 
 
-def _plan_ledger(p: Problem, view: PlanView, keep: set[str]) -> Ledger:
-    """Running jobs plus the plan's replicas of the jobs in `keep`, uplinks and quota included."""
-    ledger = Ledger.with_running(p)
-    items = [(r.job, r.job.groups[r.group], r.node, r.devices, r.share)
-             for job_id in keep for r in view.by_job.get(job_id, [])]
-    ledger.add_many(items)
-    for job_id in keep:
-        reps = view.by_job.get(job_id)
-        if reps and reps[0].job.bandwidth:
-            nodes = np.array([r.node for r in reps], dtype=np.int64)
-            ledger.add_uplink(crossed_domains(p, nodes), reps[0].job.bandwidth)
+def _plan_ledger(p: Problem, view: PlanView) -> Ledger:
+    """The plan's usage (the view's ledger) plus the uplink traffic of its placed jobs."""
+    ledger = view.ledger.copy()
+    for job_id, reps in view.by_job.items():
+        ledger.add_uplink(crossed_domains(p, view.job_nodes(job_id)), reps[0].job.bandwidth)
     return ledger
+
+
+def _leaves(p: Problem) -> IArray:
+    """Leaf domain of every node (one domain for all when the cluster has no topology)."""
+    if p.n_levels:
+        return p.node_domain_at(p.n_levels - 1)
+    return np.zeros(p.n_nodes, dtype=np.int64)
 
 
 def _leaf_scores(p: Problem, per_node: FArray) -> IArray:
     """Leaf domains (or the whole cluster when there is no topology) ordered by the summed score."""
     real = ~p.node_provisioned
-    at = p.node_domain_at(p.n_levels - 1) if p.n_levels else np.zeros(p.n_nodes, dtype=np.int64)
-    doms, inv = np.unique(at, return_inverse=True)
+    doms, inv = np.unique(_leaves(p), return_inverse=True)
     by_dom = np.bincount(inv, weights=np.where(real, per_node, 0.0), minlength=len(doms))
     order = np.argsort(-by_dom, kind="stable")
     order = order[by_dom[order] > 0]
@@ -74,15 +74,14 @@ def neighbourhood(p: Problem, view: PlanView, ledger: Ledger, want: BArray, step
     """Nodes of one neighbourhood: a source leaf and a sink leaf, rotating with `step`.
 
     The source leaf holds the most devices, on nodes that deferred jobs need (`want`: eligible for
-    a group of theirs that fits nowhere now), of
-    placed replicas that could run elsewhere (with the nodes of the other replicas of its jobs,
-    so that they can move whole); sink leaves, the most free devices first, fill the rest. Moving such
-    jobs from source to sink frees the devices that the deferred jobs need (a fast device model
-    taken by a job that also runs on a slower one), and consolidating a leaf's fragments lets a
-    gang in.
+    a group of theirs that fits nowhere now), of placed replicas that could run elsewhere (with
+    the nodes of the other replicas of its jobs, so that they can move whole); sink leaves, the
+    most free devices first, fill the rest. Moving such jobs from source to sink frees the devices
+    that the deferred jobs need (a fast device model taken by a job that also runs on a slower
+    one), and consolidating a leaf's fragments lets a gang in.
     """
     real = ~p.node_provisioned
-    at = p.node_domain_at(p.n_levels - 1) if p.n_levels else np.zeros(p.n_nodes, dtype=np.int64)
+    at = _leaves(p)
     flexible = np.zeros(p.n_nodes)  # devices of replicas that fit elsewhere, on another leaf
     room: dict[int, BArray] = {}
     for reps in view.by_job.values():
@@ -122,7 +121,15 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
     Each neighbourhood's model gets as many groups as can be built in 40% of the time left
     (`seconds_per_group` is the measured build cost of one group's candidates).
     """
-    from optsched.solvers.cpsat import ENCODINGS, _decode, _objective, _weights, complete_hint, solver_parameters
+    from optsched.solvers.cpsat import (
+        ENCODINGS,
+        _decode,
+        _hint,
+        _objective,
+        _weights,
+        complete_hint,
+        solver_parameters,
+    )
 
     log = SearchLog()
     best = plan
@@ -130,24 +137,25 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
     step = 0
     view: PlanView | None = None
     full = Ledger.with_running(p)
-    last = 0.05  # seconds the previous step took: a step starts only if one as long still fits
+    real = ~p.node_provisioned
+    longest = 0.05  # seconds of the longest step so far: a step starts only if one as long still fits
     t0 = time.perf_counter()
-    while time.perf_counter() + last < deadline:
+    while True:
+        now = time.perf_counter()
         if step:
-            last = max(last, time.perf_counter() - t0)
-            if time.perf_counter() + last >= deadline:
-                break
+            longest = max(longest, now - t0)
+        if now + longest >= deadline:
+            break
         step += 1
-        t0 = time.perf_counter()
+        t0 = now
         if view is None:  # the view and the ledger of the best plan change only when it improves
             view = PlanView(p, best)
-            full = _plan_ledger(p, view, set(view.by_job))
+            full = _plan_ledger(p, view)
         deferred_ids = {d.job for d in best.deferred}
         deferred = sorted((p.jobs[p.job_index[j]] for j in deferred_ids), key=_job_worth, reverse=True)
         if not deferred:
             break
         want = np.zeros(p.n_nodes, dtype=bool)  # where the deferred jobs' binding groups could go
-        real = ~p.node_provisioned
         for job in deferred[:64]:
             for g in job.groups:
                 ok = eligibility.mask(p, job, g) & real
@@ -168,13 +176,8 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
                 budget -= len(job.groups)
         ids = {j.id for j in movable}
         base = full.copy()  # the best plan without the movable jobs
-        for job_id in ids:
-            reps = view.by_job.get(job_id, [])
-            for rep in reps:
-                base.add(rep.job, rep.job.groups[rep.group], rep.node, rep.devices, rep.share, sign=-1.0)
-            if reps and reps[0].job.bandwidth:
-                nodes = np.array([rep.node for rep in reps], dtype=np.int64)
-                base.add_uplink(crossed_domains(p, nodes), reps[0].job.bandwidth, sign=-1.0)
+        for job in movable:
+            base.add_replicas(job, view.by_job.get(job.id, []), sign=-1.0)
         r = CpsatRound(p, base, sorted(movable, key=lambda j: j.index), max_candidates=MAX_CANDIDATES,
                        hint=best, allowed=chosen)
         row: dict[str, Any] = {"step": step, "nodes": int(chosen.sum()), "placed": len(inside),
@@ -194,14 +197,11 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         if values is None:
             row["result"] = f"hint {status}"
             continue
-        r.model.clear_hints()
-        for index, val in enumerate(values):
-            r.model.add_hint(r.model.get_int_var_from_proto_index(index), val)
+        _hint(r, values)
         solver = cp_model.CpSolver()
-        solver_parameters(solver, time_limit=deadline - time.perf_counter(), seed=seed + step,
+        now = time.perf_counter()  # solve for at most twice the step's build time
+        solver_parameters(solver, time_limit=min(deadline - now, max(0.1, 2 * (now - t0))), seed=seed + step,
                           num_workers=num_workers, deterministic=False, n_variables=len(r.model.proto.variables))
-        solver.parameters.max_time_in_seconds = max(0.01, min(deadline - time.perf_counter(),
-                                                              max(0.1, 2 * (time.perf_counter() - t0))))
         got = solver.solve(r.model)
         row["cpsat"] = solver.status_name(got)
         if time.perf_counter() > deadline:

@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cpsat.py --tight
 	$(BIN)/python benchmarks/cpsat_tuning.py
 	$(BIN)/python benchmarks/bound.py
+	$(BIN)/python benchmarks/guided.py
 	$(BIN)/python benchmarks/huge.py
 
 clean:

@@ -54,6 +54,7 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
     names = AUTO_ORDER if solver == "auto" else (solver,)
     best: Plan | None = None
     tried: dict[str, float] = {}
+    seconds: dict[str, float] = {}
     reserve = EVALUATE_RESERVE * time_limit
     last = 0.0
     for name in names:
@@ -62,7 +63,7 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
             break
         t_run = time.perf_counter()
         plan = solve_greedy(p, name, time_limit=max(left, 0.0), seed=seed)
-        last = time.perf_counter() - t_run
+        last = seconds[name] = time.perf_counter() - t_run
         t_eval = time.perf_counter()
         plan = plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
         reserve = time.perf_counter() - t_eval
@@ -73,7 +74,7 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
     stats = best.solver.model_copy(update={
         "name": f"auto:{best.solver.name}" if solver == "auto" else best.solver.name,
         "wall_s": time.perf_counter() - start, "seed": seed,
-        "extra": {"tried": tried} if solver == "auto" else {},
+        "extra": {"tried": tried, "seconds": seconds} if solver == "auto" else {},
     })
     return best.model_copy(update={"solver": stats})
 

@@ -56,7 +56,7 @@ def mixed_cloud_10k():  # type: ignore[no-untyped-def]
         {"name": "h100-ondemand", "pricing": "on_demand", "price_per_hour": 98.32,
          "provisionable": {"template": "h100-node", "domain": "leaf-015", "max_nodes": 16, "startup_s": 600}},
     ]
-    def quota(h: float, a: float, lz: float, bl: float | None = None) -> dict:  # noqa: ANN001
+    def quota(h: float, a: float, lz: float, bl: float | None = None) -> dict:
         q = {"H100-SXM": {"nominal": h}, "A100-SXM": {"nominal": a}, "L40S": {"nominal": lz}}
         if bl is not None:
             for v in q.values():

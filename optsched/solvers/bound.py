@@ -32,7 +32,7 @@ Quota, spread, ratios, interconnect groups and bandwidth are dropped, which only
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -58,6 +58,9 @@ class ValueBound:
     value: float | None
     seconds: float
     status: str
+    admitted: dict[str, float] = field(default_factory=dict)
+    """Share of each job's kind that the relaxation admits (x[k] / n_k, 0..1), by job id: the
+    LP-guided hint of the CP-SAT round places the jobs the relaxation wants first."""
 
 
 class _Rows:
@@ -105,6 +108,20 @@ def _fits_required_domain(p: Problem, base: Ledger, job: JobSpec, real: np.ndarr
     return bool(best >= need - EPS)
 
 
+def _admitted(solution: FArray, kinds: dict[tuple[object, ...], tuple[JobSpec, bool, int]],
+              kind_of_job: dict[str, tuple[object, ...]], x_of_kind: dict[tuple[object, ...], int],
+              min_cols: dict[tuple[object, ...], list[int]]) -> dict[str, float]:
+    """Admitted share of each job's kind in an LP solution: the share of its minimum replicas
+    placed (sum zm / (sum rmin x n_k); for a non-gang job x alone says nothing, since B1 lets it
+    be admitted with no replica), or x / n_k for a job without minimum replicas."""
+    share: dict[tuple[object, ...], float] = {}
+    for kind, (job, _, count) in kinds.items():
+        need = sum(g.rmin for g in job.groups) * count
+        placed = float(solution[min_cols[kind]].sum()) if min_cols[kind] else 0.0
+        share[kind] = min(1.0, placed / need) if need > 0 else float(solution[x_of_kind[kind]]) / count
+    return {j: share[kind] for j, kind in kind_of_job.items()}
+
+
 def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
                 time_limit: float = 1.0) -> ValueBound:
     """Upper bound on the admitted value of any plan for the round (module docstring)."""
@@ -134,6 +151,7 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
 
     # identical jobs (same priority, groups, gang and B7 outcome) are one column with a count
     kinds: dict[tuple[object, ...], tuple[JobSpec, bool, int]] = {}
+    kind_of_job: dict[str, tuple[object, ...]] = {}
     for job in p.jobs:
         feasible = not (job.gang and job.topo_required and job.topo_level is not None) \
             or _fits_required_domain(p, base, job, real)
@@ -142,9 +160,13 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
             tuple((*eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmin, g.rmax) for g in job.groups))
         first, ok, n = kinds.get(kind, (job, feasible, 0))
         kinds[kind] = (first, ok, n + 1)
+        kind_of_job[job.id] = kind
 
-    for job, feasible, count in kinds.values():
-        x = new_var(0.0, float(count) if feasible else 0.0)
+    x_of_kind: dict[tuple[object, ...], int] = {}
+    min_cols: dict[tuple[object, ...], list[int]] = {}  # the zm columns of each kind
+    for kind, (job, feasible, count) in kinds.items():
+        x = x_of_kind[kind] = new_var(0.0, float(count) if feasible else 0.0)
+        min_cols[kind] = []
         weight = priority_weight(job.priority)
         for g in job.groups:
             shape = (*eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmax)
@@ -173,6 +195,7 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
                     rows.add([zm, ze], [1.0, 1.0], cap * count)  # B3 for `count` jobs
                 per_class[c].append((g, zm, ze))
             rows.add([*zm_cols, x], [1.0] * len(zm_cols) + [-float(g.rmin)], 0.0, equal=job.gang)  # B1
+            min_cols[kind] += zm_cols
             if ze_cols:
                 rows.add([*ze_cols, x], [1.0] * len(ze_cols) + [-float(g.rmax - g.rmin)], 0.0)  # B2
 
@@ -211,7 +234,9 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
         if dual is None or not np.isfinite(dual):
             return ValueBound(None, seconds, str(res.message))
         value = max(0.0, -float(dual))
-        return ValueBound(value * (1 + 1e-9) + 1e-6, seconds, "optimal" if res.status == 0 else "time_limit")
+        admitted = {} if res.x is None else _admitted(res.x, kinds, kind_of_job, x_of_kind, min_cols)
+        return ValueBound(value * (1 + 1e-9) + 1e-6, seconds, "optimal" if res.status == 0 else "time_limit",
+                          admitted)
     res = linprog(np.array(objective), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
                   bounds=np.stack([np.zeros(n_vars), np.array(upper)], axis=1) if n_vars else None,
                   method="highs")
@@ -219,4 +244,5 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
     if res.status != 0:
         return ValueBound(None, seconds, str(res.message))
     value = max(0.0, -float(res.fun))
-    return ValueBound(value * (1 + 1e-9) + 1e-6, seconds, "optimal")  # LP tolerances
+    admitted = _admitted(res.x, kinds, kind_of_job, x_of_kind, min_cols)
+    return ValueBound(value * (1 + 1e-9) + 1e-6, seconds, "optimal", admitted)  # LP tolerances

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -200,9 +200,11 @@ class NodeCursor:
 class GreedyEngine:
     """Places a round job by job for one `Strategy` (see module docstring)."""
 
-    def __init__(self, problem: Problem, strategy: Strategy) -> None:
+    def __init__(self, problem: Problem, strategy: Strategy, order: Sequence[JobSpec] | None = None) -> None:
         self.p = problem
         self.s = strategy
+        self.order = None if order is None else list(order)
+        """A job order that replaces the strategy's own (the LP-guided hint of the CP-SAT round)."""
         self.deadline = math.inf
         self.ledger = Ledger.with_running(problem)
         self.real = ~problem.node_provisioned
@@ -210,9 +212,9 @@ class GreedyEngine:
         self._cursors: dict[tuple[object, ...], NodeCursor] = {}
         """One cursor per replica shape, for the whole round."""
         self.changed: list[int] = []
+        """Log of the nodes whose usage changed, in order (cursors re-score what they have not seen)."""
         self._totals: FArray | None = None
         """Cluster totals per resource and GPUs (real nodes), the DRF denominators."""
-        """Log of the nodes whose usage changed, in order (cursors re-score what they have not seen)."""
 
     # ------------------------------------------------------------------ one replica
     def _cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
@@ -410,6 +412,8 @@ class GreedyEngine:
             self.tenant_share_use[job.tenant, -1] += g.gpu
 
     def _order(self) -> list[JobSpec] | None:
+        if self.order is not None:
+            return self.order
         return None if self.s.drf_order else kube_order(self.p)
 
     def run(self, deadline: float = math.inf) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
@@ -489,12 +493,19 @@ STRATEGIES: dict[str, Strategy] = {
 """The greedy baselines by name."""
 
 
-def solve_greedy(p: Problem, name: str, *, time_limit: float = math.inf, seed: int = 0) -> Plan:
-    """Run one greedy baseline on a compiled problem and return its plan."""
+def solve_greedy(p: Problem, name: str, *, time_limit: float = math.inf, seed: int = 0,
+                 order: Sequence[JobSpec] | None = None, label: str | None = None) -> Plan:
+    """Run one greedy baseline on a compiled problem and return its plan.
+
+    `order` replaces the strategy's job order (every job of the round exactly once; used by the
+    CP-SAT round's LP-guided hint), `label` names the plan's solver (default: the strategy's name).
+    """
     if name not in STRATEGIES:
         raise KeyError(name)
+    if order is not None and sorted(j.index for j in order) != list(range(len(p.jobs))):
+        raise ValueError("order must list every job of the round exactly once")
     start = time.perf_counter()
-    engine = GreedyEngine(p, STRATEGIES[name])
+    engine = GreedyEngine(p, STRATEGIES[name], order)
     placed, deferred = engine.run(deadline=start + time_limit)
     wall = time.perf_counter() - start
-    return to_plan(p, placed, deferred, SolverStats(name=name, status="heuristic", wall_s=wall, seed=seed))
+    return to_plan(p, placed, deferred, SolverStats(name=label or name, status="heuristic", wall_s=wall, seed=seed))

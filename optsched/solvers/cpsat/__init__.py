@@ -1,6 +1,7 @@
 """CP-SAT back end: the whole round as one OR-Tools CP-SAT model (docs/formulation.md).
 
-`solve_cpsat` runs the best greedy baseline first (the fallback and a complete hint), builds
+`solve_cpsat` runs the best greedy baseline first, then the same baseline in the order guided by
+the value bound (`optsched.solvers.guided`; the better plan is the fallback and a complete hint), builds
 the shared variables (`CpsatRound`), asks each concern to add its constraints and terms in the
 order of `ENCODINGS`, solves within what is left of the time limit, decodes node counts back to
 replicas and device indices, and checks the plan with the validator. If CP-SAT finds nothing
@@ -25,9 +26,11 @@ from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
+from optsched.solvers import guided
 from optsched.solvers.bound import value_bound
 from optsched.solvers.cpsat import neighbourhood
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
+from optsched.solvers.greedy import STRATEGIES
 
 ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("gang", gang.cpsat),  # admission, min/elastic replicas, ratios
@@ -219,11 +222,16 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     fallback = hint
     if any(d.reason == "time_limit" for d in fallback.deferred):  # no time left for a model
         return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
-    fallback_terms = fallback.objective or evaluate_problem(p, fallback).objective()
-    extra: dict[str, Any] = {"hint": fallback.solver.name}
+    extra: dict[str, Any] = {}
     lp = value_bound(p) if time.perf_counter() < start + 0.8 * time_limit else None
     if lp is not None:
         extra["value_bound"] = {"value": lp.value, "s": round(lp.seconds, 4), "status": lp.status}
+        base_strategy = fallback.solver.name.split(":")[-1]
+        fallback, extra["guided"] = guided.guided_plan(
+            p, lp, [s for s in (base_strategy, "first-fit", "best-fit") if s in STRATEGIES], goal=goal, seed=seed,
+            incumbent=fallback, deadline=start + (0.5 if whole_model else 0.9) * time_limit)
+    extra["hint"] = fallback.solver.name
+    fallback_terms = fallback.objective or evaluate_problem(p, fallback).objective()
 
     def finish(plan: Plan, status: str, *, model_bound: float | None = None, **more: Any) -> Plan:
         """Stamp the plan; bound = the tighter of the LP bound and an exact model's bound."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from optsched.errors import InputError, InputIssue
+from optsched.latency import gc_paused
 from optsched.metrics import evaluate_problem
 from optsched.model.cluster import Cluster
 from optsched.model.plan import Plan
@@ -40,7 +41,15 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
 
     `more_within` (seconds from `started`, auto only): the first baseline may use the whole time
     limit, further ones run only if they would finish within this (a caller keeps the rest).
+    The garbage collector is paused meanwhile (`optsched.latency`).
     """
+    with gc_paused():
+        return _solve_problem(p, solver=solver, objective=objective, time_limit=time_limit, seed=seed,
+                              started=started, more_within=more_within)
+
+
+def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_limit: float, seed: int,
+                   started: float | None, more_within: float | None) -> Plan:
     start = time.perf_counter() if started is None else started
     end = start + time_limit
     soft_end = end if more_within is None else min(end, start + more_within)

@@ -65,8 +65,14 @@ def clusters(draw: st.DrawFn, max_nodes: int = 8, with_tenants: bool | None = No
                 if draw(st.booleans()):
                     q["lending_limit"] = draw(st.sampled_from([0, 2, 8]))
                 quotas[m] = q
+            policy: dict[str, Any] = {
+                "within_tenant": draw(st.sampled_from(["never", "lower_priority", "lower_or_newer_equal_priority"])),
+                "reclaim_within_cohort": draw(st.sampled_from(["never", "lower_priority", "any"]))}
+            if draw(st.booleans()):
+                policy["borrow_within_cohort"] = {"policy": draw(st.sampled_from(["never", "lower_priority"])),
+                                                  "max_priority_threshold": draw(st.sampled_from([None, 50, 150]))}
             tenants.append({"name": name, "cohort": cohort, "weight": draw(st.sampled_from([1, 2])),
-                            "quotas": quotas})
+                            "quotas": quotas, "preemption": policy})
         doc["tenants"] = tenants
     return Cluster.model_validate(doc)
 
@@ -142,13 +148,14 @@ def rounds(draw: st.DrawFn, max_nodes: int = 8, max_jobs: int = 8) -> tuple[Clus
 
 
 @st.composite
-def busy_rounds(draw: st.DrawFn, max_nodes: int = 8, max_jobs: int = 6) -> tuple[Cluster, Queue]:
+def busy_rounds(draw: st.DrawFn, max_nodes: int = 8, max_jobs: int = 6,
+                with_tenants: bool | None = None) -> tuple[Cluster, Queue]:
     """A cluster whose running jobs were placed by a baseline, and a fresh queue for it."""
     from optsched.model import ReplicaPlacement, RunningJob
     from optsched.problem import compile_problem
     from optsched.solvers.greedy import solve_greedy
 
-    cluster = draw(clusters(max_nodes=max_nodes))
+    cluster = draw(clusters(max_nodes=max_nodes, with_tenants=with_tenants))
     first = draw(queues(cluster, max_jobs=max_jobs))
     plan = solve_greedy(compile_problem(cluster, first), draw(st.sampled_from(["first-fit", "spread"])))
     running = []
@@ -161,3 +168,44 @@ def busy_rounds(draw: st.DrawFn, max_nodes: int = 8, max_jobs: int = 6) -> tuple
                                       placements=places))
     cluster = cluster.model_copy(update={"running": running})
     return cluster, draw(queues(cluster, max_jobs=max_jobs))
+
+
+@st.composite
+def contended_rounds(draw: st.DrawFn, max_nodes: int = 4, max_jobs: int = 10) -> tuple[Cluster, Queue]:
+    """Tenants (mostly in one cohort) whose running jobs, mostly preemptible and of low priority,
+    fill what a first queue got; the new queue asks again for the same shapes, often at higher
+    priority and for other tenants: preemption and reclaim have something to decide."""
+    from optsched.model import Quota, ReplicaPlacement, RunningJob
+    from optsched.problem import compile_problem
+    from optsched.solvers.greedy import solve_greedy
+
+    cluster = draw(clusters(max_nodes=max_nodes, with_tenants=True))
+    cohort = "org" if draw(st.integers(0, 3)) else None
+    tenants = []
+    for t in cluster.tenants:  # quotas that admit some work, so that there is something to evict
+        quotas = {m: Quota(nominal=draw(st.sampled_from([0, 1, 2, 4, 8])),
+                           borrowing_limit=draw(st.sampled_from([None, 4, 8]))) for m in MODELS}
+        tenants.append(t.model_copy(update={"cohort": cohort, "quotas": quotas}))
+    cluster = cluster.model_copy(update={"tenants": tenants})
+    names = [t.name for t in cluster.tenants]
+    drawn = draw(queues(cluster, max_jobs=max_jobs))
+    first = Queue(now=drawn.now, jobs=[j.model_copy(update={"id": f"{j.id}c{k}"})  # three of each: a full cluster
+                                       for j in drawn.jobs for k in range(3)])
+    plan = solve_greedy(compile_problem(cluster, first), "first-fit")
+    running = []
+    for job in first.jobs:
+        places = [ReplicaPlacement(group=x.group, replica=x.replica, node=x.node, devices=x.devices, share=x.share)
+                  for x in plan.placements if x.job == job.id]
+        if places:
+            spec = job.model_copy(update={"id": f"run-{job.id}", "priority": draw(st.integers(0, 100)),
+                                          "preemptible": draw(st.integers(0, 4)) > 0})
+            running.append(RunningJob(job=spec, started_at=draw(st.integers(0, 1000)),
+                                      checkpoint_age_s=draw(st.sampled_from([0, 600, 3600])),
+                                      restart_s=draw(st.sampled_from([0, 120])), placements=places))
+    cluster = cluster.model_copy(update={"running": running})
+    again = [r.job.model_copy(update={"id": f"new-{r.job.id}", "tenant": draw(st.sampled_from(names)),
+                                      "priority": draw(st.integers(0, 250)),
+                                      "submitted_at": draw(st.integers(0, 1000))})
+             for r in running if draw(st.integers(0, 3))]
+    more = draw(queues(cluster, max_jobs=max(1, max_jobs // 3)))
+    return cluster, Queue(now=2000, jobs=[*again, *more.jobs])

@@ -266,19 +266,23 @@ class GreedyEngine:
             self.changed.append(r.node)
         placed.clear()
 
-    def _job_ok(self, job: JobSpec, placed: list[PlacedReplica]) -> str:
-        """Fabric and quota rules for the job as placed so far ('' when fine)."""
+    def _job_ok(self, job: JobSpec, placed: list[PlacedReplica]) -> tuple[str, str]:
+        """Fabric and quota rules for the job as placed so far: (reason, detail), ('', '') when fine."""
         p = self.p
         if job.bandwidth and len(placed) > 1:
             crossed = crossed_domains(p, np.array([r.node for r in placed], dtype=np.int64))
-            if len(crossed) and np.any(self.ledger.uplink_load[crossed] + job.bandwidth > p.uplink[crossed] + EPS):
-                return "bandwidth"
+            over = crossed[self.ledger.uplink_load[crossed] + job.bandwidth > p.uplink[crossed] + EPS]
+            if len(over):
+                d = int(over[0])
+                return "bandwidth", (f"uplink of {p.domain_ids[d]}: {self.ledger.uplink_load[d]:g} + "
+                                     f"{job.bandwidth:g} Gbps > {p.uplink[d]:g}")
         if len(p.flavors):
             touched = np.zeros_like(self.ledger.quota_used, dtype=bool)
             touched[job.tenant] = True
-            if quota.problems(p, self.ledger.quota_used, touched):
-                return "quota"
-        return ""
+            broken = quota.problems(p, self.ledger.quota_used, touched)
+            if broken:
+                return "quota", broken[0][1]
+        return "", ""
 
     def _colocate_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
         mask: BArray | None = None
@@ -315,10 +319,10 @@ class GreedyEngine:
         if not placed:
             att.failure = att.failure or "capacity"
             return att
-        why = self._job_ok(job, placed)
+        why, detail = self._job_ok(job, placed)
         if why:
             self._rollback(job, placed)
-            att.failure = why
+            att.failure, att.detail = why, detail
             return att
         # elastic growth, one replica at a time, while every rule still holds
         now = [0] * len(job.groups)
@@ -337,7 +341,7 @@ class GreedyEngine:
                 if rep is None:
                     break
                 placed.append(rep)
-                if self._job_ok(job, placed):
+                if self._job_ok(job, placed)[0]:
                     self._rollback(job, [placed.pop()])
                     break
                 now[group.index] += 1

@@ -21,6 +21,7 @@ from ortools.sat.python import cp_model
 
 from optsched.check import check_problem
 from optsched.concerns import capacity, devices, fabric, gang, quota, spread, value
+from optsched.latency import gc_paused
 from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
@@ -59,6 +60,12 @@ def candidate_cap(p: Problem) -> int:
     """Candidate nodes per group: 64 on small rounds, fewer as the queue grows (at least 8)."""
     groups = sum(len(j.groups) for j in p.jobs)
     return int(min(64, max(8, TARGET_COUNT_VARIABLES // max(groups, 1))))
+
+
+LP_SECONDS_PER_JOB = 1e-4
+"""Time the value bound is expected to take per queued job (0.039-0.061 s for 1,000 jobs on
+mixed-cloud-10k, benchmarks/results/bound.md; 0.12 s for 10,000 jobs, results/huge.md), rounded
+up: it is computed only when it should end within the time limit."""
 
 
 PRESOLVE_MAX_VARIABLES = 5000
@@ -205,8 +212,18 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
 
     One model of the whole round when it can be built in 40% of the time limit, else (or when
     `neighbourhoods` is True) CP-SAT improves the greedy plan one neighbourhood at a time
-    (`optsched.solvers.cpsat.neighbourhood`).
+    (`optsched.solvers.cpsat.neighbourhood`). The garbage collector is paused meanwhile
+    (`optsched.latency`).
     """
+    with gc_paused():
+        return _solve_cpsat(p, objective=objective, time_limit=time_limit, seed=seed, num_workers=num_workers,
+                            max_candidates=max_candidates, started=started, hint=hint,
+                            deterministic=deterministic, neighbourhoods=neighbourhoods)
+
+
+def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, seed: int, num_workers: int,
+                 max_candidates: int | None, started: float | None, hint: Plan | None, deterministic: bool,
+                 neighbourhoods: bool | None) -> Plan:
     start = time.perf_counter() if started is None else started
     goal = Objective.parse(objective)
     if max_candidates is None:
@@ -216,14 +233,17 @@ def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: floa
     if hint is None:
         from optsched.solve import solve_problem
 
-        # the first baseline may use the whole budget; more of them only within half of it
+        # the first baseline may use the whole budget; more of them only within half of it (90% when
+        # the search works on neighbourhoods: no model to build, and on mixed-cloud-10k at 1 s a
+        # second baseline is worth more than a neighbourhood step, benchmarks/results/cpsat.md)
         hint = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit, seed=seed,
-                             started=start, more_within=time_limit / 2)
+                             started=start, more_within=(0.5 if whole_model else 0.9) * time_limit)
     fallback = hint
     if any(d.reason == "time_limit" for d in fallback.deferred):  # no time left for a model
         return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
     extra: dict[str, Any] = {}
-    lp = value_bound(p) if time.perf_counter() < start + 0.8 * time_limit else None
+    lp_s = LP_SECONDS_PER_JOB * len(p.jobs)
+    lp = value_bound(p) if time.perf_counter() + lp_s < start + time_limit else None
     if lp is not None:
         extra["value_bound"] = {"value": lp.value, "s": round(lp.seconds, 4), "status": lp.status}
         base_strategy = fallback.solver.name.split(":")[-1]

@@ -1,0 +1,328 @@
+"""`kueue` baseline: Kueue's admission order, quota, borrowing and classic preemption.
+
+Kueue admits workloads against quota and leaves node placement to kube-scheduler (or to its
+topology-aware scheduling). This baseline does what a Kueue + kube-scheduler cluster does in one
+round, as the Kueue documentation describes it (site/content/en/docs/concepts/cluster_queue.md
+and preemption.md of kubernetes-sigs/kueue):
+
+- **Queues.** Each tenant (a ClusterQueue) orders its jobs by priority, then submit time
+  (`BestEffortFIFO`: a head that cannot be admitted does not block the ones behind it).
+- **Admission order across tenants.** Each step takes the head of every tenant and admits first
+  a head that fits without borrowing, then the higher priority, then the older one (Kueue's
+  scheduler entry ordering; the documented effect: "Kueue will admit Workloads in team-b-cq
+  before admitting any new Workloads in team-a-cq" once team-a uses its nominal quota).
+- **Fit.** A job fits when its quota fits (nominal; beyond it, borrowing within the cohort's
+  lendable quota and the tenant's `borrowing_limit`: `optsched.concerns.quota`) and its replicas
+  fit on nodes. Nodes are chosen by kube-scheduler's NodeResourcesFit MostAllocated score (the
+  `best-fit` baseline's placement), the usual setting for GPU clusters.
+- **Classic preemption** when a job does not fit. Candidates: running, `preemptible` jobs of the
+  same tenant allowed by `within_tenant`, and of other tenants in the cohort that borrow a flavor
+  the job needs, allowed by `reclaim_within_cohort` (or `borrow_within_cohort` and its
+  `max_priority_threshold` when the job's tenant would borrow). Sorted: other tenants' first,
+  lowest priority, most recently started. Targets follow Kueue's four heuristics (same-tenant
+  candidates only: allow borrowing; `borrow_within_cohort`: allow borrowing; the tenant within
+  nominal: no borrowing; else same-tenant candidates with borrowing), as the shortest prefix of
+  the sorted candidates after which the job fits, then minimised in reverse order (a target whose
+  usage can be given back while the job still fits is not evicted).
+- Unlike Kueue alone, a job also preempts to get node capacity (as kube-scheduler's
+  DefaultPreemption does for pods, within the same Kueue policies), since a round must place it.
+- Once a tenant has reclaimed quota within its nominal, it is not allowed to borrow that flavor
+  later in the same round (the validator judges a reclaim on the plan's final usage; Kueue judges
+  it at the moment of admission, before the later admissions).
+
+Every eviction names its preemptor and its lost work, and is checked with the validator's own
+rule (`preemption.eviction_problems`) before it is kept, so the plan passes `check`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from optsched.concerns import preemption
+from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
+from optsched.model.plan import Eviction, Plan, SolverStats
+from optsched.problem import BArray, FArray, JobSpec, Problem
+from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, to_plan
+
+PLACEMENT = "best-fit"
+"""The node score the admitted jobs are placed with (kube-scheduler MostAllocated)."""
+
+MAX_CANDIDATES = 256
+"""Preemption candidates considered per job, in Kueue's order (the rest are not tried)."""
+
+SOURCE = ("Kueue ClusterQueue admission (BestEffortFIFO, non-borrowing heads first), cohort borrowing "
+          "and classic preemption; kube-scheduler MostAllocated placement.")
+
+
+class KueueEngine(GreedyEngine):
+    """The greedy engine with Kueue's queues, admission order and preemption."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem, STRATEGIES[PLACEMENT])
+        p = problem
+        self.evictions: dict[str, Eviction] = {}
+        self.running_left: dict[str, JobSpec] = {j.id: j for j in p.running}
+        """Running jobs not evicted so far."""
+        self.no_borrow = np.zeros((len(p.tenant_names), len(p.flavors)), dtype=bool)
+        """Tenant/flavor pairs that reclaimed within nominal: they may not borrow later."""
+        self.preemptors: dict[str, preemption.Preemptor] = {}
+        """Admitted jobs that evicted others, as the validator sees them."""
+        self.evicted_jobs: list[JobSpec] = []
+
+    # ------------------------------------------------------------------ quota arithmetic
+    def _need(self, job: JobSpec) -> FArray:
+        """Quota the job's minimum replicas need per flavor, each group on the allowed device
+        model where its tenant has the most nominal quota left (Kueue tries flavors in order)."""
+        p = self.p
+        need = np.zeros(len(p.flavors))
+        if not len(p.flavors):
+            return need
+        left = p.nominal[job.tenant] - self.ledger.quota_used[job.tenant]
+        for g in job.groups:
+            res = p.flavor_resource >= 0
+            need[res] += g.req[p.flavor_resource[res]] * g.rmin
+            if g.gpu > 0:
+                allowed = np.flatnonzero(g.model_speed > 0)
+                fl = [np.flatnonzero(p.flavor_is_model == m) for m in allowed]
+                managed = [(m, f[0]) for m, f in zip(allowed, fl, strict=True) if len(f)]
+                if managed and len(managed) == len(allowed):  # every allowed model is quota-managed
+                    _, best = max(managed, key=lambda mf: left[mf[1]] - need[mf[1]])
+                    need[best] += g.gpu * g.rmin
+        return need
+
+    def _borrows_with(self, job: JobSpec) -> bool:
+        """Whether admitting the job would take its tenant above nominal in some flavor."""
+        p = self.p
+        if not len(p.flavors):
+            return False
+        used = self.ledger.quota_used[job.tenant] + self._need(job)
+        return bool(np.any(used > p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant])))
+
+    def _uses(self, job: JobSpec, replicas: list[PlacedReplica]) -> FArray:
+        uses = np.zeros(len(self.p.flavors))
+        for r in replicas:
+            uses += flavor_use(self.p, job.groups[r.group], r.node)
+        return uses
+
+    def _within_nominal(self, job: JobSpec, uses: FArray) -> bool:
+        p = self.p
+        final = self.ledger.quota_used[job.tenant]
+        nominal = p.nominal[job.tenant]
+        return bool(np.all((final <= nominal + EPS * np.maximum(1.0, nominal)) | (uses <= 0)))
+
+    def _borrowing_now(self, tenant: int) -> BArray:
+        """Flavors the tenant uses above its nominal quota now (True per flavor)."""
+        p = self.p
+        out: BArray = self.ledger.quota_used[tenant] > p.nominal[tenant] + EPS * np.maximum(1.0, p.nominal[tenant])
+        return out
+
+    # ------------------------------------------------------------------ running jobs
+    def _release(self, victim: JobSpec) -> None:
+        self.ledger.add_running(victim, sign=-1.0)
+        self.changed.extend(pl.node for pl in victim.placements)
+
+    def _restore(self, victim: JobSpec) -> None:
+        self.ledger.add_running(victim, sign=1.0)
+        self.changed.extend(pl.node for pl in victim.placements)
+
+    def _candidates(self, job: JobSpec) -> list[tuple[JobSpec, str]]:
+        """Running jobs this job may evict under its tenant's policies, in Kueue's order, with the
+        eviction reason (`preempted` in the tenant, `reclaimed` across the cohort)."""
+        p = self.p
+        tenants = p.cluster.tenants
+        policy = tenants[job.tenant].preemption if job.tenant < len(tenants) else None
+        if policy is None:
+            return []
+        need = self._need(job) > 0
+        cohort = int(p.tenant_cohort[job.tenant])
+        bwc = policy.borrow_within_cohort
+        out: list[tuple[JobSpec, str]] = []
+        borrowing: dict[int, BArray] = {}
+        for victim in self.running_left.values():
+            if not victim.preemptible:
+                continue
+            if victim.tenant == job.tenant:
+                lower = victim.priority < job.priority
+                newer_equal = victim.priority == job.priority and victim.submitted_at > job.submitted_at
+                if (policy.within_tenant == "lower_priority" and lower) or (
+                        policy.within_tenant == "lower_or_newer_equal_priority" and (lower or newer_equal)):
+                    out.append((victim, "preempted"))
+                continue
+            if cohort < 0 or p.tenant_cohort[victim.tenant] != cohort or policy.reclaim_within_cohort == "never":
+                continue
+            if victim.tenant not in borrowing:
+                borrowing[victim.tenant] = self._borrowing_now(victim.tenant)
+            held = preemption.held_flavors(p, victim) > 0
+            if not np.any(borrowing[victim.tenant] & held & need):
+                continue
+            lower = victim.priority < job.priority
+            by_reclaim = policy.reclaim_within_cohort == "any" or lower
+            by_bwc = bwc is not None and bwc.policy == "lower_priority" and lower and (
+                bwc.max_priority_threshold is None or victim.priority <= bwc.max_priority_threshold)
+            if by_reclaim or by_bwc:
+                out.append((victim, "reclaimed"))
+        out.sort(key=lambda vr: (vr[0].tenant == job.tenant, vr[0].priority, -vr[0].started_at, vr[0].id))
+        return out[:MAX_CANDIDATES]
+
+    # ------------------------------------------------------------------ preemption
+    def _fits_without(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool, keep: bool) -> Attempt | None:
+        """Release `victims`, try to place the job; with `keep` a success stays placed (victims
+        stay released), otherwise everything is put back. Returns the attempt if it fits."""
+        for v in victims:
+            self._release(v)
+        att = self.place_job(job)
+        ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
+        if ok and keep:
+            return att
+        if att.failure is None:
+            self._rollback(job, list(att.replicas))
+        for v in reversed(victims):
+            self._restore(v)
+        return att if ok else None
+
+    def _targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
+        """The shortest prefix of `cands` after whose eviction the job fits, minimised in reverse."""
+        if not cands or self._fits_without(job, cands, allow_borrow, keep=False) is None:
+            return []
+        lo, hi = 1, len(cands)  # fits with cands[:hi]; find the shortest such prefix (fit grows with it)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._fits_without(job, cands[:mid], allow_borrow, keep=False) is not None:
+                hi = mid
+            else:
+                lo = mid + 1
+        targets = cands[:hi]
+        for v in reversed(list(targets)):
+            rest = [t for t in targets if t is not v]
+            if self._fits_without(job, rest, allow_borrow, keep=False) is not None:
+                targets = rest
+        return targets
+
+    def _preempt(self, job: JobSpec) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
+        """Kueue's classic preemption targets for `job`; on success the job is placed."""
+        p = self.p
+        cands = self._candidates(job)
+        if not cands:
+            return None
+        reason_of = {v.id: r for v, r in cands}
+        same = [v for v, _ in cands if v.tenant == job.tenant]
+        tenants = p.cluster.tenants
+        bwc = tenants[job.tenant].preemption.borrow_within_cohort if job.tenant < len(tenants) else None
+        steps: list[tuple[list[JobSpec], bool]] = []
+        if len(same) == len(cands):
+            steps.append((same, True))
+        else:
+            if bwc is not None and bwc.policy == "lower_priority":
+                threshold = math.inf if bwc.max_priority_threshold is None else bwc.max_priority_threshold
+                steps.append(([v for v, _ in cands if v.tenant == job.tenant
+                               or (v.priority < job.priority and v.priority <= threshold)], True))
+            elif not self._borrows_with(job):
+                steps.append(([v for v, _ in cands], False))
+            steps.append((same, True))
+        for cand_list, allow_borrow in steps:
+            targets = self._targets(job, cand_list, allow_borrow)
+            if not targets:
+                continue
+            att = self._fits_without(job, targets, allow_borrow, keep=True)
+            if att is None:
+                continue
+            chosen = [(v, reason_of[v.id]) for v in targets]
+            if self._legal(job, att, chosen):
+                return att, chosen
+            self._rollback(job, list(att.replicas))
+            for v in reversed(targets):
+                self._restore(v)
+        return None
+
+    def _legal(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]) -> bool:
+        """The validator's rule for every eviction so far and this step's, judged as if the round
+        ended now (later admissions cannot make them illegal: see `_quota_ok`)."""
+        uses = self._uses(job, att.replicas)
+        by = preemption.Preemptor(job, uses, self._within_nominal(job, uses))
+        evs: list[tuple[JobSpec, str, preemption.Preemptor | None]] = [
+            (v, self.evictions[v.id].reason, self.preemptors[self.evictions[v.id].by or ""]) for v in self.evicted_jobs]
+        evs += [(v, reason, by) for v, reason in chosen]
+        return not preemption.evictions_problems(self.p, evs)
+
+    # ------------------------------------------------------------------ the round
+    def run(self, deadline: float = math.inf) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
+        """Admit the queue in Kueue's order, preempting where the policies allow."""
+        p = self.p
+        placed: dict[str, list[PlacedReplica]] = {}
+        deferred: dict[str, tuple[str, str]] = {}
+        self.deadline = deadline
+        queues: dict[int, list[JobSpec]] = {}
+        for j in sorted(p.jobs, key=lambda j: (-j.priority, j.submitted_at, j.index)):
+            queues.setdefault(j.tenant, []).append(j)
+        heads = {t: 0 for t in queues}
+
+        def order(t: int) -> tuple[bool, int, float, int]:
+            head = queues[t][heads[t]]
+            return self._borrows_with(head), -head.priority, head.submitted_at, head.index
+
+        while heads:
+            t = min(heads, key=order)
+            job = queues[t][heads[t]]
+            heads[t] += 1
+            if heads[t] == len(queues[t]):
+                del heads[t]
+            if time.perf_counter() > deadline:
+                deferred[job.id] = ("time_limit", "the round's time limit ran out before this job")
+                continue
+            att = self._admit(job)
+            if att.failure is None:
+                placed[job.id] = att.replicas
+                nodes = np.array([r.node for r in att.replicas], dtype=np.int64)
+                self.ledger.add_uplink(crossed_domains(p, nodes), job.bandwidth)
+            else:
+                deferred[job.id] = (att.failure, att.detail)
+        return placed, deferred
+
+    def _quota_ok(self, job: JobSpec, att: Attempt, allow_borrow: bool) -> bool:
+        """Extra quota rules of a placed attempt: within nominal when borrowing is not allowed,
+        and no borrowing of a flavor the tenant reclaimed within nominal this round."""
+        if not allow_borrow and not self._within_nominal(job, self._uses(job, att.replicas)):
+            return False
+        guard = self.no_borrow[job.tenant]
+        return not (guard.any() and np.any(guard & self._borrowing_now(job.tenant)))
+
+    def _admit(self, job: JobSpec) -> Attempt:
+        """Place the job, preempting if it does not fit; returns the attempt."""
+        att = self.place_job(job)
+        if att.failure is None and self._quota_ok(job, att, allow_borrow=True):
+            return att
+        if att.failure is None:
+            self._rollback(job, list(att.replicas))
+            att = Attempt(failure="quota", detail="its tenant reclaimed this flavor within nominal quota this "
+                                                  "round and may not also borrow it")
+        if att.failure not in ("capacity", "quota", "topology", "bandwidth"):
+            return att
+        got = self._preempt(job)
+        if got is None:
+            return att
+        new, chosen = got
+        uses = self._uses(job, new.replicas)
+        within = self._within_nominal(job, uses)
+        self.preemptors[job.id] = preemption.Preemptor(job, uses, within)
+        for v, reason in chosen:
+            del self.running_left[v.id]
+            self.evicted_jobs.append(v)
+            self.evictions[v.id] = Eviction(job=v.id, reason=reason, by=job.id,
+                                            lost_gpu_hours=preemption.lost_gpu_hours(self.p, v))
+        if within and any(r == "reclaimed" for _, r in chosen):
+            self.no_borrow[job.tenant] |= uses > 0
+        return new
+
+
+def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0) -> Plan:
+    """Run the `kueue` baseline on a compiled problem and return its plan (evictions included)."""
+    start = time.perf_counter()
+    engine = KueueEngine(p)
+    placed, deferred = engine.run(deadline=start + time_limit)
+    wall = time.perf_counter() - start
+    plan = to_plan(p, placed, deferred, SolverStats(name="kueue", status="heuristic", wall_s=wall, seed=seed))
+    evictions = [engine.evictions[j.id] for j in p.running if j.id in engine.evictions]
+    return plan.model_copy(update={"evictions": evictions})

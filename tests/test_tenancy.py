@@ -1,0 +1,291 @@
+"""Tenancy: Kueue's documented borrowing, lending and preemption examples, and properties.
+
+Each scenario reproduces an example of the Kueue documentation (kubernetes-sigs/kueue,
+site/content/en/docs/concepts/cluster_queue.md and preemption.md): ClusterQueues are tenants,
+`cpu` quotas are in millicores (Kueue's "9 CPUs" is 9000), and a Workload is a one-replica job.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from optsched.check import check_problem
+from optsched.model import Cluster, Plan, Queue
+from optsched.problem import Problem, compile_problem
+from optsched.solvers.kueue import solve_kueue
+from tests.strategies import contended_rounds
+
+CPU = 1000
+"""Millicores per CPU."""
+
+
+def tenant(name: str, nominal: float, cohort: str | None = "team-ab", borrowing_limit: float | None = None,
+           lending_limit: float | None = None, **preemption: Any) -> dict[str, Any]:
+    quota: dict[str, Any] = {"nominal": nominal * CPU}
+    if borrowing_limit is not None:
+        quota["borrowing_limit"] = borrowing_limit * CPU
+    if lending_limit is not None:
+        quota["lending_limit"] = lending_limit * CPU
+    return {"name": name, "cohort": cohort, "quotas": {"cpu": quota}, "preemption": preemption}
+
+
+def job(id_: str, team: str, cpus: float = 1, priority: int = 0, submitted_at: float = 0.0,
+        preemptible: bool = True) -> dict[str, Any]:
+    return {"id": id_, "tenant": team, "priority": priority, "submitted_at": submitted_at,
+            "preemptible": preemptible,
+            "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"cpu": cpus * CPU}}]}
+
+
+def running(spec: dict[str, Any], node: str, started_at: float = 0.0, checkpoint_age_s: float = 600.0) -> dict[str, Any]:
+    return {"job": spec, "started_at": started_at, "checkpoint_age_s": checkpoint_age_s,
+            "placements": [{"group": "w", "replica": 0, "node": node}]}
+
+
+def cluster(tenants: list[dict[str, Any]], run: list[dict[str, Any]] | None = None, nodes: int = 4,
+            cpus_per_node: int = 16) -> Cluster:
+    return Cluster.model_validate({
+        "topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
+        "pools": [{"name": "res", "pricing": "reserved"}],
+        "nodes": [{"id": f"n{i}", "domain": "z0", "pool": "res",
+                   "capacity": {"cpu": cpus_per_node * CPU, "memory": 1 << 20}} for i in range(nodes)],
+        "tenants": tenants, "running": run or [],
+    })
+
+
+def solve(c: Cluster, jobs: list[dict[str, Any]]) -> tuple[Problem, Plan]:
+    p = compile_problem(c, Queue.model_validate({"jobs": jobs}))
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    return p, plan
+
+
+def admitted(plan: Plan) -> Counter[str]:
+    """Admitted jobs per tenant prefix (`a-*`, `b-*`)."""
+    return Counter(pl.job.split("-")[0] for pl in plan.placements)
+
+
+def evicted(plan: Plan) -> dict[str, tuple[str, str | None]]:
+    return {ev.job: (ev.reason, ev.by) for ev in plan.evictions}
+
+
+# ---------------------------------------------------------------------------- borrowing and lending
+def test_borrowing_example_team_a_admits_up_to_21_cpus() -> None:
+    """cluster_queue.md "Borrowing example": team-a-cq (9 CPUs) and team-b-cq (12 CPUs) in cohort
+    team-ab; with no workloads in team-b-cq, team-a-cq can admit up to 12+9=21 CPUs."""
+    c = cluster([tenant("a", 9), tenant("b", 12)])
+    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    assert admitted(plan) == {"a": 21}
+    assert {d.reason for d in plan.deferred} == {"quota"}
+    assert all("cpu" in d.detail for d in plan.deferred)  # the binding flavor is named
+
+
+def test_borrowing_example_team_b_first_once_team_a_uses_its_nominal() -> None:
+    """cluster_queue.md "Borrowing example": if team-b-cq has pending Workloads and team-a-cq has
+    all its nominal quota used, Kueue admits team-b-cq's Workloads before any new one of
+    team-a-cq, so team-b-cq's nominal quota is met (even though team-a's were submitted first)."""
+    run = [running(job(f"ra-{i}", "a"), "n0") for i in range(9)]
+    c = cluster([tenant("a", 9), tenant("b", 12)], run)
+    jobs = [job(f"a-{i}", "a", submitted_at=i) for i in range(12)]
+    jobs += [job(f"b-{i}", "b", submitted_at=100 + i) for i in range(12)]
+    _, plan = solve(c, jobs)
+    assert admitted(plan) == {"b": 12}
+
+
+def test_borrowing_limit_example() -> None:
+    """cluster_queue.md "BorrowingLimit": team-a-cq (9 CPUs, borrowingLimit 1) can admit up to 9+1=10
+    CPUs when team-b-cq is empty; team-b-cq, without a borrowingLimit, up to 12+9."""
+    c = cluster([tenant("a", 9, borrowing_limit=1), tenant("b", 12)])
+    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    assert admitted(plan) == {"a": 10}
+    _, plan = solve(c, [job(f"b-{i}", "b", submitted_at=i) for i in range(25)])
+    assert admitted(plan) == {"b": 21}
+
+
+def test_lending_limit_example() -> None:
+    """cluster_queue.md "LendingLimit": team-b-cq (12 CPUs, lendingLimit 1) lends at most 1 CPU, so
+    team-a-cq (9 CPUs) can admit up to 9+1=10 CPUs; without the lendingLimit, up to 9+12."""
+    c = cluster([tenant("a", 9), tenant("b", 12, lending_limit=1)])
+    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    assert admitted(plan) == {"a": 10}
+    c = cluster([tenant("a", 9), tenant("b", 12)])
+    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    assert admitted(plan) == {"a": 21}
+
+
+def test_node_capacity_binds_as_well_as_quota() -> None:
+    """Quota allows 21 CPUs, the nodes hold 16: the rest is deferred for capacity, not quota."""
+    c = cluster([tenant("a", 9), tenant("b", 12)], nodes=1)
+    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    assert admitted(plan) == {"a": 16}
+    assert {d.reason for d in plan.deferred} == {"capacity"}
+
+
+# ---------------------------------------------------------------------------- preemption in a tenant
+def _full_team_a(within_tenant: str, victim_priority: int = 0, victim_submitted: float = 0.0) -> Cluster:
+    run = [running(job(f"ra-{i}", "a", priority=victim_priority, submitted_at=victim_submitted), "n0",
+                   started_at=10.0 * i) for i in range(9)]
+    return cluster([tenant("a", 9, cohort=None, within_tenant=within_tenant)], run)
+
+
+def test_within_cluster_queue_lower_priority_preempts_the_fewest_newest() -> None:
+    """cluster_queue.md "Preemption", withinClusterQueue: LowerPriority: a pending Workload that does
+    not fit in the nominal quota preempts lower-priority Workloads of its ClusterQueue, the most
+    recently admitted first, as few as possible (preemption.md "Targets")."""
+    _, plan = solve(_full_team_a("lower_priority"), [job("a-new", "a", cpus=2, priority=100)])
+    assert admitted(plan) == {"a": 1}
+    assert evicted(plan) == {"ra-8": ("preempted", "a-new"), "ra-7": ("preempted", "a-new")}
+    assert all(ev.lost_gpu_hours == 0.0 for ev in plan.evictions)  # CPU-only jobs lose no GPU time
+
+
+def test_within_cluster_queue_never_does_not_preempt() -> None:
+    """withinClusterQueue: Never (Kueue's default): nothing is preempted, the Workload waits."""
+    _, plan = solve(_full_team_a("never"), [job("a-new", "a", cpus=2, priority=100)])
+    assert not plan.evictions
+    assert [d.reason for d in plan.deferred] == ["quota"]
+
+
+def test_within_cluster_queue_lower_priority_spares_equal_priority() -> None:
+    """LowerPriority only preempts lower priorities; LowerOrNewerEqualPriority also preempts
+    Workloads of equal priority that are newer than the pending one."""
+    _, plan = solve(_full_team_a("lower_priority", victim_priority=100, victim_submitted=50.0),
+                    [job("a-new", "a", cpus=1, priority=100, submitted_at=0.0)])
+    assert not plan.evictions
+    _, plan = solve(_full_team_a("lower_or_newer_equal_priority", victim_priority=100, victim_submitted=50.0),
+                    [job("a-new", "a", cpus=1, priority=100, submitted_at=0.0)])
+    assert list(evicted(plan).values()) == [("preempted", "a-new")]
+    _, plan = solve(_full_team_a("lower_or_newer_equal_priority", victim_priority=100, victim_submitted=0.0),
+                    [job("a-new", "a", cpus=1, priority=100, submitted_at=50.0)])
+    assert not plan.evictions  # the victims are older
+
+
+def test_targets_are_minimised_in_reverse_order() -> None:
+    """preemption.md "Targets": candidates are taken greedily (lowest priority, most recently
+    admitted first) until the Workload fits, then a target is given back when the Workload still
+    fits without evicting it. Here the newest candidate (1 CPU) is tried first, but the 4-CPU one
+    alone frees enough: only it is evicted."""
+    run = [running(job("ra-big", "a", cpus=4), "n0", started_at=100.0),
+           running(job("ra-small", "a", cpus=1), "n0", started_at=200.0)]
+    c = cluster([tenant("a", 5, cohort=None, within_tenant="lower_priority")], run)
+    _, plan = solve(c, [job("a-new", "a", cpus=4, priority=10)])
+    assert evicted(plan) == {"ra-big": ("preempted", "a-new")}
+
+
+# ---------------------------------------------------------------------------- reclaim in a cohort
+def _team_b_borrows(victim_priority: int, **policy: Any) -> Cluster:
+    """team-b-cq runs 21 CPUs (12 nominal + 9 borrowed from team-a-cq), started one by one."""
+    run = [running(job(f"rb-{i}", "b", priority=victim_priority), f"n{i // 16}", started_at=10.0 * i)
+           for i in range(21)]
+    return cluster([tenant("a", 9, **policy), tenant("b", 12)], run)
+
+
+def test_reclaim_within_cohort_any_takes_back_borrowed_quota() -> None:
+    """cluster_queue.md "Preemption", reclaimWithinCohort: Any: a pending Workload that fits in its
+    ClusterQueue's nominal quota preempts Workloads of a ClusterQueue in the cohort that uses more
+    than its nominal quota, whatever their priority."""
+    c = _team_b_borrows(victim_priority=100, reclaim_within_cohort="any")
+    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(3)])
+    assert admitted(plan) == {"a": 3}
+    assert sorted(evicted(plan)) == ["rb-18", "rb-19", "rb-20"]  # the most recently admitted
+    assert {r for r, _ in evicted(plan).values()} == {"reclaimed"}
+
+
+def test_reclaim_within_cohort_only_takes_borrowed_quota() -> None:
+    """Reclaim stops at the nominal quota: team-a-cq asks for 12 CPUs but only 9 are borrowed."""
+    c = _team_b_borrows(victim_priority=100, reclaim_within_cohort="any")
+    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(12)])
+    assert len(plan.evictions) == 9
+    assert admitted(plan) == {"a": 9}
+
+
+def test_reclaim_within_cohort_lower_priority_and_never() -> None:
+    """reclaimWithinCohort: LowerPriority preempts only lower-priority Workloads; Never, none."""
+    c = _team_b_borrows(victim_priority=100, reclaim_within_cohort="lower_priority")
+    _, plan = solve(c, [job("a-0", "a", priority=50)])
+    assert not plan.evictions and not plan.placements
+    c = _team_b_borrows(victim_priority=10, reclaim_within_cohort="lower_priority")
+    _, plan = solve(c, [job("a-0", "a", priority=50)])
+    assert list(evicted(plan).values()) == [("reclaimed", "a-0")]
+    c = _team_b_borrows(victim_priority=10, reclaim_within_cohort="never")
+    _, plan = solve(c, [job("a-0", "a", priority=50)])
+    assert not plan.evictions
+
+
+def _borrow_within_cohort(threshold: int | None) -> Cluster:
+    """team-a-cq uses its 9 CPUs; team-b-cq runs 15 (12 + 3 borrowed from team-c-cq, which lends
+    its 3): a new team-a-cq Workload must borrow, and only a preemption can make room."""
+    run = [running(job(f"ra-{i}", "a", priority=200, preemptible=False), "n0") for i in range(9)]
+    run += [running(job(f"rb-{i}", "b", priority=10 if i < 13 else 60), "n1", started_at=10.0 * i)
+            for i in range(15)]
+    bwc: dict[str, Any] = {"policy": "lower_priority"}
+    if threshold is not None:
+        bwc["max_priority_threshold"] = threshold
+    return cluster([tenant("a", 9, reclaim_within_cohort="any", borrow_within_cohort=bwc), tenant("b", 12),
+                    tenant("c", 3)], run)
+
+
+def test_borrow_within_cohort_respects_max_priority_threshold() -> None:
+    """cluster_queue.md "Preemption", borrowWithinCohort (LowerPriority, maxPriorityThreshold): a
+    pending Workload that requires borrowing preempts lower-priority Workloads of borrowing
+    ClusterQueues in the cohort, only those at or below the threshold."""
+    _, plan = solve(_borrow_within_cohort(threshold=50), [job("a-new", "a", priority=100)])
+    assert admitted(plan) == {"a": 1}
+    ((victim, (reason, by)),) = evicted(plan).items()
+    assert reason == "reclaimed" and by == "a-new" and int(victim.split("-")[1]) < 13  # priority 10
+    _, plan = solve(_borrow_within_cohort(threshold=5), [job("a-new", "a", priority=100)])
+    assert not plan.evictions and not plan.placements
+
+
+def test_without_borrow_within_cohort_a_borrowing_job_does_not_reclaim() -> None:
+    """Classic preemption: a Workload that needs borrowing preempts in the cohort only with
+    borrowWithinCohort enabled (preemption.md "Classic Preemption")."""
+    c = _borrow_within_cohort(threshold=None)
+    tenants = [t.model_copy(update={"preemption": t.preemption.model_copy(update={"borrow_within_cohort": None})})
+               for t in c.tenants]
+    _, plan = solve(c.model_copy(update={"tenants": tenants}), [job("a-new", "a", priority=100)])
+    assert not plan.evictions
+
+
+# ---------------------------------------------------------------------------- properties
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=contended_rounds())
+def test_kueue_plans_keep_every_tenancy_rule(data: tuple[Cluster, Queue]) -> None:
+    """No plan exceeds quota, evicts a non-preemptible job, evicts for an equal or lower priority
+    job unless a policy allows it, or reclaims more than borrowed capacity: the validator checks
+    each, and the plain facts are asserted here as well."""
+    c, q = data
+    p = compile_problem(c, q)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    running_by_id = {r.job.id: r.job for r in c.running}
+    queued = {j.id: j for j in q.jobs}
+    policy = {t.name: t.preemption for t in c.tenants}
+    for ev in plan.evictions:
+        victim, by = running_by_id[ev.job], queued[ev.by or ""]
+        assert victim.preemptible
+        assert any(pl.job == by.id for pl in plan.placements)
+        if ev.reason == "preempted":
+            assert victim.tenant == by.tenant
+            newer_equal = victim.priority == by.priority and victim.submitted_at > by.submitted_at
+            assert victim.priority < by.priority or (
+                newer_equal and policy[by.tenant].within_tenant == "lower_or_newer_equal_priority")
+        else:
+            assert ev.reason == "reclaimed" and victim.tenant != by.tenant
+            assert policy[by.tenant].reclaim_within_cohort != "never"
+            if policy[by.tenant].reclaim_within_cohort == "lower_priority":
+                assert victim.priority < by.priority
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kueue_on_a_contended_reference_round_is_valid(seed: int) -> None:
+    from optsched.generate import MODELS_DIR, generate_queue
+    from optsched.model import load_cluster
+
+    c = load_cluster(MODELS_DIR / "clusters" / "dgx-h100-1k.yaml")
+    p = compile_problem(c, generate_queue(c, "mixed", jobs=150, load=2.0, seed=seed))
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert len(plan.placements) > 0

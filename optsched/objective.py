@@ -1,7 +1,8 @@
 """How plans are compared: a weighted sum or a lexicographic order of the objective terms.
 
 `admitted_value` is maximised; every other term is minimised. The default is lexicographic:
-admitted value first, then topology, then fragmentation (DESIGN.md, the CP-SAT issue), each
+admitted value first, then disruption (lost GPU-hours: evict only what buys value), then topology,
+then fragmentation (DESIGN.md, the CP-SAT and tenancy issues), each
 compared within a relative tolerance.
 """
 
@@ -15,7 +16,7 @@ from optsched.errors import InputError, InputIssue
 from optsched.model.plan import OBJECTIVE_TERMS
 
 MAXIMISED = frozenset({"admitted_value"})
-DEFAULT_ORDER = ("admitted_value", "topology", "fragmentation")
+DEFAULT_ORDER = ("admitted_value", "disruption", "topology", "fragmentation")
 ObjectiveSpec = Mapping[str, Any] | Sequence[str] | None
 EXACT = 1e-6
 """Relative tolerance under which two values of a term count as equal."""

@@ -100,7 +100,7 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         ``"auto"`` (the best greedy plan found within the time limit) or a baseline name
         (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``, ``topo-best-fit``).
     objective:
-        None (admitted value, then topology, then fragmentation), a mapping of term weights,
+        None (admitted value, then disruption, topology, fragmentation), a mapping of term weights,
         or a sequence of term names for a lexicographic order.
     time_limit:
         Seconds for the whole call, compilation included.

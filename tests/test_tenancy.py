@@ -1,5 +1,7 @@
 """Tenancy: Kueue's documented borrowing, lending and preemption examples, and properties.
 
+Every scenario runs with the `kueue` baseline and with `cpsat`, which must give the same outcome.
+
 Each scenario reproduces an example of the Kueue documentation (kubernetes-sigs/kueue,
 site/content/en/docs/concepts/cluster_queue.md and preemption.md): ClusterQueues are tenants,
 `cpu` quotas are in millicores (Kueue's "9 CPUs" is 9000), and a Workload is a one-replica job.
@@ -16,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from optsched.check import check_problem
 from optsched.model import Cluster, Plan, Queue
 from optsched.problem import Problem, compile_problem
+from optsched.solvers.cpsat import solve_cpsat
 from optsched.solvers.kueue import solve_kueue
 from tests.strategies import contended_rounds
 
@@ -56,10 +59,18 @@ def cluster(tenants: list[dict[str, Any]], run: list[dict[str, Any]] | None = No
     })
 
 
-def solve(c: Cluster, jobs: list[dict[str, Any]]) -> tuple[Problem, Plan]:
+@pytest.fixture(params=["kueue", "cpsat"])
+def solver(request: pytest.FixtureRequest) -> str:
+    """Every scenario runs with the `kueue` baseline and with `cpsat`: both must reproduce it."""
+    name: str = request.param
+    return name
+
+
+def solve(solver: str, c: Cluster, jobs: list[dict[str, Any]]) -> tuple[Problem, Plan]:
     p = compile_problem(c, Queue.model_validate({"jobs": jobs}))
-    plan = solve_kueue(p)
+    plan = solve_kueue(p) if solver == "kueue" else solve_cpsat(p, time_limit=5.0)
     assert check_problem(p, plan) == []
+    assert "bug" not in str(plan.solver.extra.get("reason", ""))
     return p, plan
 
 
@@ -73,17 +84,17 @@ def evicted(plan: Plan) -> dict[str, tuple[str, str | None]]:
 
 
 # ---------------------------------------------------------------------------- borrowing and lending
-def test_borrowing_example_team_a_admits_up_to_21_cpus() -> None:
+def test_borrowing_example_team_a_admits_up_to_21_cpus(solver: str) -> None:
     """cluster_queue.md "Borrowing example": team-a-cq (9 CPUs) and team-b-cq (12 CPUs) in cohort
     team-ab; with no workloads in team-b-cq, team-a-cq can admit up to 12+9=21 CPUs."""
     c = cluster([tenant("a", 9), tenant("b", 12)])
-    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    _, plan = solve(solver, c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
     assert admitted(plan) == {"a": 21}
     assert {d.reason for d in plan.deferred} == {"quota"}
     assert all("cpu" in d.detail for d in plan.deferred)  # the binding flavor is named
 
 
-def test_borrowing_example_team_b_first_once_team_a_uses_its_nominal() -> None:
+def test_borrowing_example_team_b_first_once_team_a_uses_its_nominal(solver: str) -> None:
     """cluster_queue.md "Borrowing example": if team-b-cq has pending Workloads and team-a-cq has
     all its nominal quota used, Kueue admits team-b-cq's Workloads before any new one of
     team-a-cq, so team-b-cq's nominal quota is met (even though team-a's were submitted first)."""
@@ -91,35 +102,35 @@ def test_borrowing_example_team_b_first_once_team_a_uses_its_nominal() -> None:
     c = cluster([tenant("a", 9), tenant("b", 12)], run)
     jobs = [job(f"a-{i}", "a", submitted_at=i) for i in range(12)]
     jobs += [job(f"b-{i}", "b", submitted_at=100 + i) for i in range(12)]
-    _, plan = solve(c, jobs)
+    _, plan = solve(solver, c, jobs)
     assert admitted(plan) == {"b": 12}
 
 
-def test_borrowing_limit_example() -> None:
+def test_borrowing_limit_example(solver: str) -> None:
     """cluster_queue.md "BorrowingLimit": team-a-cq (9 CPUs, borrowingLimit 1) can admit up to 9+1=10
     CPUs when team-b-cq is empty; team-b-cq, without a borrowingLimit, up to 12+9."""
     c = cluster([tenant("a", 9, borrowing_limit=1), tenant("b", 12)])
-    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    _, plan = solve(solver, c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
     assert admitted(plan) == {"a": 10}
-    _, plan = solve(c, [job(f"b-{i}", "b", submitted_at=i) for i in range(25)])
+    _, plan = solve(solver, c, [job(f"b-{i}", "b", submitted_at=i) for i in range(25)])
     assert admitted(plan) == {"b": 21}
 
 
-def test_lending_limit_example() -> None:
+def test_lending_limit_example(solver: str) -> None:
     """cluster_queue.md "LendingLimit": team-b-cq (12 CPUs, lendingLimit 1) lends at most 1 CPU, so
     team-a-cq (9 CPUs) can admit up to 9+1=10 CPUs; without the lendingLimit, up to 9+12."""
     c = cluster([tenant("a", 9), tenant("b", 12, lending_limit=1)])
-    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    _, plan = solve(solver, c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
     assert admitted(plan) == {"a": 10}
     c = cluster([tenant("a", 9), tenant("b", 12)])
-    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    _, plan = solve(solver, c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
     assert admitted(plan) == {"a": 21}
 
 
-def test_node_capacity_binds_as_well_as_quota() -> None:
+def test_node_capacity_binds_as_well_as_quota(solver: str) -> None:
     """Quota allows 21 CPUs, the nodes hold 16: the rest is deferred for capacity, not quota."""
     c = cluster([tenant("a", 9), tenant("b", 12)], nodes=1)
-    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
+    _, plan = solve(solver, c, [job(f"a-{i}", "a", submitted_at=i) for i in range(25)])
     assert admitted(plan) == {"a": 16}
     assert {d.reason for d in plan.deferred} == {"capacity"}
 
@@ -131,38 +142,38 @@ def _full_team_a(within_tenant: str, victim_priority: int = 0, victim_submitted:
     return cluster([tenant("a", 9, cohort=None, within_tenant=within_tenant)], run)
 
 
-def test_within_cluster_queue_lower_priority_preempts_the_fewest_newest() -> None:
+def test_within_cluster_queue_lower_priority_preempts_the_fewest_newest(solver: str) -> None:
     """cluster_queue.md "Preemption", withinClusterQueue: LowerPriority: a pending Workload that does
     not fit in the nominal quota preempts lower-priority Workloads of its ClusterQueue, the most
     recently admitted first, as few as possible (preemption.md "Targets")."""
-    _, plan = solve(_full_team_a("lower_priority"), [job("a-new", "a", cpus=2, priority=100)])
+    _, plan = solve(solver, _full_team_a("lower_priority"), [job("a-new", "a", cpus=2, priority=100)])
     assert admitted(plan) == {"a": 1}
     assert evicted(plan) == {"ra-8": ("preempted", "a-new"), "ra-7": ("preempted", "a-new")}
     assert all(ev.lost_gpu_hours == 0.0 for ev in plan.evictions)  # CPU-only jobs lose no GPU time
 
 
-def test_within_cluster_queue_never_does_not_preempt() -> None:
+def test_within_cluster_queue_never_does_not_preempt(solver: str) -> None:
     """withinClusterQueue: Never (Kueue's default): nothing is preempted, the Workload waits."""
-    _, plan = solve(_full_team_a("never"), [job("a-new", "a", cpus=2, priority=100)])
+    _, plan = solve(solver, _full_team_a("never"), [job("a-new", "a", cpus=2, priority=100)])
     assert not plan.evictions
     assert [d.reason for d in plan.deferred] == ["quota"]
 
 
-def test_within_cluster_queue_lower_priority_spares_equal_priority() -> None:
+def test_within_cluster_queue_lower_priority_spares_equal_priority(solver: str) -> None:
     """LowerPriority only preempts lower priorities; LowerOrNewerEqualPriority also preempts
     Workloads of equal priority that are newer than the pending one."""
-    _, plan = solve(_full_team_a("lower_priority", victim_priority=100, victim_submitted=50.0),
+    _, plan = solve(solver, _full_team_a("lower_priority", victim_priority=100, victim_submitted=50.0),
                     [job("a-new", "a", cpus=1, priority=100, submitted_at=0.0)])
     assert not plan.evictions
-    _, plan = solve(_full_team_a("lower_or_newer_equal_priority", victim_priority=100, victim_submitted=50.0),
+    _, plan = solve(solver, _full_team_a("lower_or_newer_equal_priority", victim_priority=100, victim_submitted=50.0),
                     [job("a-new", "a", cpus=1, priority=100, submitted_at=0.0)])
     assert list(evicted(plan).values()) == [("preempted", "a-new")]
-    _, plan = solve(_full_team_a("lower_or_newer_equal_priority", victim_priority=100, victim_submitted=0.0),
+    _, plan = solve(solver, _full_team_a("lower_or_newer_equal_priority", victim_priority=100, victim_submitted=0.0),
                     [job("a-new", "a", cpus=1, priority=100, submitted_at=50.0)])
     assert not plan.evictions  # the victims are older
 
 
-def test_targets_are_minimised_in_reverse_order() -> None:
+def test_targets_are_minimised_in_reverse_order(solver: str) -> None:
     """preemption.md "Targets": candidates are taken greedily (lowest priority, most recently
     admitted first) until the Workload fits, then a target is given back when the Workload still
     fits without evicting it. Here the newest candidate (1 CPU) is tried first, but the 4-CPU one
@@ -170,7 +181,7 @@ def test_targets_are_minimised_in_reverse_order() -> None:
     run = [running(job("ra-big", "a", cpus=4), "n0", started_at=100.0),
            running(job("ra-small", "a", cpus=1), "n0", started_at=200.0)]
     c = cluster([tenant("a", 5, cohort=None, within_tenant="lower_priority")], run)
-    _, plan = solve(c, [job("a-new", "a", cpus=4, priority=10)])
+    _, plan = solve(solver, c, [job("a-new", "a", cpus=4, priority=10)])
     assert evicted(plan) == {"ra-big": ("preempted", "a-new")}
 
 
@@ -182,35 +193,35 @@ def _team_b_borrows(victim_priority: int, **policy: Any) -> Cluster:
     return cluster([tenant("a", 9, **policy), tenant("b", 12)], run)
 
 
-def test_reclaim_within_cohort_any_takes_back_borrowed_quota() -> None:
+def test_reclaim_within_cohort_any_takes_back_borrowed_quota(solver: str) -> None:
     """cluster_queue.md "Preemption", reclaimWithinCohort: Any: a pending Workload that fits in its
     ClusterQueue's nominal quota preempts Workloads of a ClusterQueue in the cohort that uses more
     than its nominal quota, whatever their priority."""
     c = _team_b_borrows(victim_priority=100, reclaim_within_cohort="any")
-    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(3)])
+    _, plan = solve(solver, c, [job(f"a-{i}", "a", submitted_at=i) for i in range(3)])
     assert admitted(plan) == {"a": 3}
     assert sorted(evicted(plan)) == ["rb-18", "rb-19", "rb-20"]  # the most recently admitted
     assert {r for r, _ in evicted(plan).values()} == {"reclaimed"}
 
 
-def test_reclaim_within_cohort_only_takes_borrowed_quota() -> None:
+def test_reclaim_within_cohort_only_takes_borrowed_quota(solver: str) -> None:
     """Reclaim stops at the nominal quota: team-a-cq asks for 12 CPUs but only 9 are borrowed."""
     c = _team_b_borrows(victim_priority=100, reclaim_within_cohort="any")
-    _, plan = solve(c, [job(f"a-{i}", "a", submitted_at=i) for i in range(12)])
+    _, plan = solve(solver, c, [job(f"a-{i}", "a", submitted_at=i) for i in range(12)])
     assert len(plan.evictions) == 9
     assert admitted(plan) == {"a": 9}
 
 
-def test_reclaim_within_cohort_lower_priority_and_never() -> None:
+def test_reclaim_within_cohort_lower_priority_and_never(solver: str) -> None:
     """reclaimWithinCohort: LowerPriority preempts only lower-priority Workloads; Never, none."""
     c = _team_b_borrows(victim_priority=100, reclaim_within_cohort="lower_priority")
-    _, plan = solve(c, [job("a-0", "a", priority=50)])
+    _, plan = solve(solver, c, [job("a-0", "a", priority=50)])
     assert not plan.evictions and not plan.placements
     c = _team_b_borrows(victim_priority=10, reclaim_within_cohort="lower_priority")
-    _, plan = solve(c, [job("a-0", "a", priority=50)])
+    _, plan = solve(solver, c, [job("a-0", "a", priority=50)])
     assert list(evicted(plan).values()) == [("reclaimed", "a-0")]
     c = _team_b_borrows(victim_priority=10, reclaim_within_cohort="never")
-    _, plan = solve(c, [job("a-0", "a", priority=50)])
+    _, plan = solve(solver, c, [job("a-0", "a", priority=50)])
     assert not plan.evictions
 
 
@@ -227,25 +238,25 @@ def _borrow_within_cohort(threshold: int | None) -> Cluster:
                     tenant("c", 3)], run)
 
 
-def test_borrow_within_cohort_respects_max_priority_threshold() -> None:
+def test_borrow_within_cohort_respects_max_priority_threshold(solver: str) -> None:
     """cluster_queue.md "Preemption", borrowWithinCohort (LowerPriority, maxPriorityThreshold): a
     pending Workload that requires borrowing preempts lower-priority Workloads of borrowing
     ClusterQueues in the cohort, only those at or below the threshold."""
-    _, plan = solve(_borrow_within_cohort(threshold=50), [job("a-new", "a", priority=100)])
+    _, plan = solve(solver, _borrow_within_cohort(threshold=50), [job("a-new", "a", priority=100)])
     assert admitted(plan) == {"a": 1}
     ((victim, (reason, by)),) = evicted(plan).items()
     assert reason == "reclaimed" and by == "a-new" and int(victim.split("-")[1]) < 13  # priority 10
-    _, plan = solve(_borrow_within_cohort(threshold=5), [job("a-new", "a", priority=100)])
+    _, plan = solve(solver, _borrow_within_cohort(threshold=5), [job("a-new", "a", priority=100)])
     assert not plan.evictions and not plan.placements
 
 
-def test_without_borrow_within_cohort_a_borrowing_job_does_not_reclaim() -> None:
+def test_without_borrow_within_cohort_a_borrowing_job_does_not_reclaim(solver: str) -> None:
     """Classic preemption: a Workload that needs borrowing preempts in the cohort only with
     borrowWithinCohort enabled (preemption.md "Classic Preemption")."""
     c = _borrow_within_cohort(threshold=None)
     tenants = [t.model_copy(update={"preemption": t.preemption.model_copy(update={"borrow_within_cohort": None})})
                for t in c.tenants]
-    _, plan = solve(c.model_copy(update={"tenants": tenants}), [job("a-new", "a", priority=100)])
+    _, plan = solve(solver, c.model_copy(update={"tenants": tenants}), [job("a-new", "a", priority=100)])
     assert not plan.evictions
 
 
@@ -289,3 +300,24 @@ def test_kueue_on_a_contended_reference_round_is_valid(seed: int) -> None:
     plan = solve_kueue(p)
     assert check_problem(p, plan) == []
     assert len(plan.placements) > 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=contended_rounds())
+def test_cpsat_on_contended_rounds_is_valid_and_no_worse_than_kueue(data: tuple[Cluster, Queue]) -> None:
+    """CP-SAT's evictions pass the same rules; its plan admits at least Kueue's value, and at equal
+    value loses no more work; the model's disruption equals the metric's."""
+    from optsched.metrics import evaluate_problem
+    from optsched.objective import Objective
+
+    c, q = data
+    p = compile_problem(c, q)
+    plan = solve_cpsat(p, time_limit=3.0)
+    assert check_problem(p, plan) == [], plan.solver.extra
+    assert "bug" not in str(plan.solver.extra.get("reason", "")), plan.solver.extra
+    kueue = evaluate_problem(p, solve_kueue(p)).objective()
+    assert not Objective.parse(None).better(kueue, plan.objective)
+    if "model_terms" in plan.solver.extra:
+        actual = plan.solver.extra.get("model_plan_terms", plan.objective)
+        assert plan.solver.extra["model_terms"].get("disruption", 0.0) == pytest.approx(
+            actual["disruption"], abs=1e-3 * (1 + len(plan.evictions)))

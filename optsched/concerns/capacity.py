@@ -35,17 +35,22 @@ def check(view: PlanView) -> list[Violation]:
 
 
 def cpsat(r: CpsatRound) -> None:
-    """CP-SAT: per node and resource, sum of requests <= what is free (docs/formulation.md C1)."""
+    """CP-SAT: per node and resource, sum of requests <= what is free (docs/formulation.md C1),
+    evictable running jobs' requests counted while they are kept."""
     p = r.p
     free = p.cap - r.base.used
     for res in range(len(p.resources)):
         reqs = {key: float(p.jobs[key[0]].groups[key[1]].req[res]) for keys in r.by_node.values() for key in keys}
-        integral = all(float(x).is_integer() for x in reqs.values()) and np.all(np.mod(free[:, res], 1) == 0)
+        held = {v: [(float(sum(job.groups[pl.group].req[res] for pl in pls)), keep) for keep, job, pls in items]
+                for v, items in r.held.items()}
+        integral = all(float(x).is_integer() for x in reqs.values()) and np.all(np.mod(free[:, res], 1) == 0) \
+            and all(float(x).is_integer() for items in held.values() for x, _ in items)
         scale = 1 if integral else 1000
         for v, keys in r.by_node.items():
             terms = [(math.ceil(reqs[k] * scale - 1e-9), r.y[k]) for k in keys if reqs[k] > 0]
             if not terms:
                 continue
+            terms += [(math.ceil(x * scale - 1e-9), keep) for x, keep in held.get(v, []) if x > 0]
             cap = math.floor(free[v, res] * scale + 1e-6)
             if sum(c * r.model_ub(var) for c, var in terms) <= cap:
                 continue  # cannot bind

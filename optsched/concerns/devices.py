@@ -142,8 +142,24 @@ def check(view: PlanView) -> list[Violation]:
     return out
 
 
+def _held_devices(r: CpsatRound, v: int) -> tuple[dict[int, Any], dict[int, list[tuple[int, Any]]]]:
+    """Devices of node `v` held by evictable running jobs: whole ones -> the holder's keep variable;
+    shared ones -> [(share in thousandths, keep variable)]."""
+    whole: dict[int, Any] = {}
+    shares: dict[int, list[tuple[int, Any]]] = {}
+    for keep, job, pls in r.held.get(v, []):
+        for pl in pls:
+            g = job.groups[pl.group]
+            for d in pl.devices:
+                if g.share and not g.whole:
+                    shares.setdefault(d, []).append((round(pl.share * MILLI), keep))
+                else:
+                    whole[d] = keep
+    return whole, shares
+
+
 def cpsat(r: CpsatRound) -> None:
-    """CP-SAT: whole devices per interconnect group, fractional shares per device (formulation D1-D6).
+    """CP-SAT: whole devices per interconnect group, fractional shares per device (formulation D1-D7).
 
     Per node v, with F_q the fully free healthy devices of interconnect group q:
     - fractional keys get per-device counts ``z[k, d]``; a fully free device that takes any share
@@ -152,7 +168,10 @@ def cpsat(r: CpsatRound) -> None:
       replicas plus the marked devices fit the free devices (D3);
     - otherwise, replicas with `device_affinity: required` are counted per group (``yq``), those
       larger than a group take whole groups (``kq``, nodes with equal group sizes only), the rest
-      spread over groups as ``t[q]``, and each group's use fits its free devices (D4-D6).
+      spread over groups as ``t[q]``, and each group's use fits its free devices (D4-D6);
+    - the devices of an evictable running job are free in `base` and taken while it is kept: its
+      shares add ``share x keep`` to their device's load and mark it, its whole devices count as
+      used in D3 / their group and take no share (D7).
     Decoding reads these counts back to pick device indices (`pick_from_counts`).
     """
     p, m, base = r.p, r.model, r.base
@@ -174,8 +193,16 @@ def cpsat(r: CpsatRound) -> None:
         fully_free = [a + i for i in range(b - a) if healthy[i] and used[i] <= EPS]
         partial = [a + i for i in range(b - a) if healthy[i] and EPS < used[i] < 1 - EPS]
         frac = [k for k in dev_keys if groups_of[k].share]
+        whole_held, share_held = _held_devices(r, v)  # evictable running jobs' devices (D7)
         for d in fully_free if frac else []:
             u[d] = m.new_bool_var(f"u[{d}]")
+        for d in fully_free:
+            if d in share_held and d not in u:
+                u[d] = m.new_bool_var(f"u[{d}]")
+            for _, keep in share_held.get(d, []):
+                m.add(u[d] >= keep)  # a kept share makes the device partly used
+            if d in whole_held and d in u:
+                m.add(u[d] + whole_held[d] <= 1)  # a kept whole device takes no share
         for k in frac:  # D1, D2
             share = round(groups_of[k].share * MILLI)
             per_dev = []
@@ -192,13 +219,14 @@ def cpsat(r: CpsatRound) -> None:
                 if (k, d) in z:
                     on_node.setdefault(d, []).append((round(groups_of[k].share * MILLI), z[(k, d)]))
         for d, items in on_node.items():
+            items = items + share_held.get(d, [])
             load = r.wsum((x for _, x in items), (c for c, _ in items))
             cap = MILLI if d in u else math.floor((1.0 - float(base.dev_used[d])) * MILLI + 1e-6)
             m.add(load <= (MILLI * u[d] if d in u else cap))
         whole = [k for k in dev_keys if groups_of[k].whole]
         if not whole:
             continue
-        marks = r.sum(u[d] for d in fully_free if d in u)
+        marks = r.sum([*(u[d] for d in fully_free if d in u), *(whole_held[d] for d in fully_free if d in whole_held)])
         gids = sorted(set(p.dev_group[a:b].tolist()))
         needs_affinity = [k for k in whole if groups_of[k].affinity == "required"]
         if len(gids) == 1 or not needs_affinity:  # D3
@@ -208,7 +236,8 @@ def cpsat(r: CpsatRound) -> None:
         free_q = {q: [d for d in fully_free if p.dev_group[d] == q] for q in gids}
         sizes = {int(p.group_size[q]) for q in gids}
         t = {q: m.new_int_var(0, len(free_q[q]), f"t[{v},{q}]") for q in gids}
-        use_q: dict[int, list[Any]] = {q: [t[q], *(u[d] for d in free_q[q] if d in u)] for q in gids}
+        use_q: dict[int, list[Any]] = {q: [t[q], *(u[d] for d in free_q[q] if d in u),
+                                           *(whole_held[d] for d in free_q[q] if d in whole_held)] for q in gids}
         for k in needs_affinity:
             g = groups_of[k]
             if g.whole <= p.node_max_group[v]:  # D4: inside one group

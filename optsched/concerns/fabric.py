@@ -115,7 +115,8 @@ def cpsat(r: CpsatRound) -> None:
     ``has[j, l, d]`` is true iff job j has a replica in domain d of level l. A required level
     allows one such domain (F1); a colocation the same for its groups (F2). A job crosses d when
     it has replicas inside and outside; crossing jobs' bandwidth fits what d's uplink has left
-    after running jobs (F3), skipped where even every candidate crossing could not exceed it.
+    after running jobs (F3; an evictable running job's flow counts while it is kept), skipped where
+    even every candidate crossing could not exceed it.
     Topology term (F4): sum over jobs with a topology wish and levels down to theirs of
     max(0, domains spanned - fewest possible x a[j]) (a non-gang job placed in part may span fewer).
     """
@@ -157,11 +158,18 @@ def cpsat(r: CpsatRound) -> None:
                 if math.isinf(p.uplink[d]):
                     continue
                 crossing.setdefault(d, []).append((job.bandwidth, j, level))
+    kept_flows: dict[int, list[tuple[float, Any]]] = {}  # evictable running jobs crossing d, while kept
+    for job in r.evictable:
+        if job.bandwidth > 0:
+            nodes = np.array([pl.node for pl in job.placements], dtype=np.int64)
+            for d in crossed_domains(p, nodes).tolist():
+                kept_flows.setdefault(d, []).append((job.bandwidth, r.keep[p.running_index[job.id]]))
     for d, jobs in crossing.items():
         left = p.uplink[d] - r.base.uplink_load[d]
-        if sum(bw for bw, _, _ in jobs) <= left + EPS:
+        kept = kept_flows.get(d, [])
+        if sum(bw for bw, _, _ in jobs) + sum(bw for bw, _ in kept) <= left + EPS:
             continue
-        flows = []
+        flows = [(math.ceil(bw * 1000 - 1e-9), keep) for bw, keep in kept]
         for bw, j, level in jobs:
             inside = _span(r, j, level, d)
             outside_count = r.sum(r.y[k] for dd, keys in r.keys_by_domain(j, level).items() if dd != d

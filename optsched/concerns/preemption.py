@@ -24,13 +24,18 @@ its restart time: ``(checkpoint_age_s + restart_s) x GPUs / 3600`` GPU-hours.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from optsched.concerns.base import Violation
 from optsched.ledger import EPS, Ledger, flavor_use
-from optsched.problem import FArray, JobSpec, Problem
+from optsched.model.plan import Eviction, Plan
+from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
+
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
 
 
 def lost_gpu_hours(p: Problem, job: JobSpec) -> float:
@@ -181,3 +186,250 @@ def term(view: PlanView) -> dict[str, float]:
     """`disruption`: GPU-hours of work lost by evictions and migrations."""
     p = view.problem
     return {"disruption": sum(lost_gpu_hours(p, p.running[p.running_index[j]]) for j in view.evicted)}
+
+
+# ---------------------------------------------------------------------------- CP-SAT
+DISRUPTION_SCALE = 1000
+"""Fixed-point scale of lost GPU-hours in the CP-SAT objective."""
+
+
+def sure_flavors(p: Problem, job: JobSpec) -> BArray:
+    """Flavors every admission of `job` uses: resources its required replicas request, and the
+    device model of a GPU group that allows only one quota-managed model."""
+    out = np.zeros(len(p.flavors), dtype=bool)
+    for g in job.groups:
+        if g.rmin <= 0:
+            continue
+        res = p.flavor_resource >= 0
+        out[res] |= g.req[p.flavor_resource[res]] > 0
+        if g.gpu > 0:
+            models = np.flatnonzero(g.model_speed > 0)
+            if len(models) == 1:
+                out |= p.flavor_is_model == models[0]
+    return out
+
+
+def possible_flavors(p: Problem, job: JobSpec) -> BArray:
+    """Flavors some admission of `job` may use."""
+    out = np.zeros(len(p.flavors), dtype=bool)
+    for g in job.groups:
+        res = p.flavor_resource >= 0
+        out[res] |= g.req[p.flavor_resource[res]] > 0
+        if g.gpu > 0:
+            out |= np.isin(p.flavor_is_model, np.flatnonzero(g.model_speed > 0))
+    return out
+
+
+@dataclass(frozen=True)
+class Preemptors:
+    """Queued jobs that may evict one running job, by the rule that would allow it."""
+
+    same: list[JobSpec]
+    """Same tenant, allowed by `within_tenant` (reason `preempted`)."""
+    borrowing: list[JobSpec]
+    """Other tenants of the cohort, allowed by `borrow_within_cohort` (reason `reclaimed`)."""
+    nominal: list[JobSpec]
+    """Other tenants of the cohort, allowed by `reclaim_within_cohort` if their tenant ends within
+    its nominal quota (reason `reclaimed`)."""
+    flavor: int
+    """The borrowed flavor a reclaim takes back (-1 when the victim cannot be reclaimed)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.same or self.borrowing or self.nominal)
+
+
+@dataclass(frozen=True)
+class _JobTable:
+    """Per queued job, what the preemption rules read (arrays aligned with `p.jobs`)."""
+
+    tenant: np.ndarray
+    priority: np.ndarray
+    submitted: np.ndarray
+    may_use: np.ndarray
+    """(jobs, flavors): flavors some admission may use."""
+    within: np.ndarray
+    """Per tenant: 0 never, 1 lower_priority, 2 lower_or_newer_equal_priority."""
+    reclaim: np.ndarray
+    """Per tenant: 0 never, 1 lower_priority, 2 any."""
+    bwc: np.ndarray
+    """Per tenant: borrow_within_cohort lower_priority's threshold (inf: none; -inf: off)."""
+
+
+def _job_table(p: Problem) -> _JobTable:
+    cached = p._cache.get(("preemption_table",))
+    if cached is not None:
+        table: _JobTable = cached
+        return table
+    n_t = len(p.tenant_names)
+    within, reclaim, bwc = np.zeros(n_t, dtype=np.int64), np.zeros(n_t, dtype=np.int64), np.full(n_t, -np.inf)
+    for i, t in enumerate(p.cluster.tenants):
+        pol = t.preemption
+        within[i] = ["never", "lower_priority", "lower_or_newer_equal_priority"].index(pol.within_tenant)
+        reclaim[i] = ["never", "lower_priority", "any"].index(pol.reclaim_within_cohort)
+        if pol.borrow_within_cohort is not None and pol.borrow_within_cohort.policy == "lower_priority":
+            thr = pol.borrow_within_cohort.max_priority_threshold
+            bwc[i] = np.inf if thr is None else float(thr)
+    may_use = np.array([possible_flavors(p, j) for j in p.jobs], dtype=bool).reshape(len(p.jobs), len(p.flavors))
+    table = _JobTable(np.array([j.tenant for j in p.jobs], dtype=np.int64),
+                      np.array([j.priority for j in p.jobs], dtype=np.int64),
+                      np.array([j.submitted_at for j in p.jobs], dtype=float), may_use, within, reclaim, bwc)
+    p._cache[("preemption_table",)] = table
+    return table
+
+
+def preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None = None) -> Preemptors:
+    """Which queued jobs (of `jobs`, default all) may evict `victim`, statically: the
+    plan-dependent parts of the rule are the CP-SAT encoding's, and the validator judges the
+    result. Vectorised over the queue (`_JobTable`)."""
+    empty: list[JobSpec] = []
+    if not victim.preemptible or not len(p.jobs):
+        return Preemptors(empty, empty, empty, -1)
+    tb = _job_table(p)
+    member = np.ones(len(p.jobs), dtype=bool)
+    if jobs is not None:
+        member[:] = False
+        member[[j.index for j in jobs]] = True
+    lower = tb.priority > victim.priority
+    same_t = tb.tenant == victim.tenant
+    policy = tb.within[victim.tenant] if victim.tenant < len(p.cluster.tenants) else 0
+    newer_equal = (tb.priority == victim.priority) & (victim.submitted_at > tb.submitted)
+    same = member & same_t & (((policy == 1) & lower) | ((policy == 2) & (lower | newer_equal)))
+    flavor = -1
+    used = running_usage_before(p)[victim.tenant]
+    held = held_flavors(p, victim)
+    borrowed = (used > p.nominal[victim.tenant] + 1e-9) & (held > 0)
+    borrowing = nominal = np.zeros(len(p.jobs), dtype=bool)
+    cohort = p.tenant_cohort[victim.tenant]
+    if borrowed.any() and cohort >= 0:
+        flavor = int(np.argmax(np.where(borrowed, held, -1.0)))
+        other = member & ~same_t & (p.tenant_cohort[tb.tenant] == cohort) & (tb.reclaim[tb.tenant] > 0) \
+            & tb.may_use[:, flavor]
+        borrowing = other & lower & (victim.priority <= tb.bwc[tb.tenant])
+        nominal = other & ~borrowing & ((tb.reclaim[tb.tenant] == 2) | lower)
+    pick = [p.jobs[i] for i in np.flatnonzero(same)], [p.jobs[i] for i in np.flatnonzero(borrowing)]
+    return Preemptors(pick[0], pick[1], [p.jobs[i] for i in np.flatnonzero(nominal)], flavor)
+
+
+def _uses(r: CpsatRound, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]) -> Any:
+    """A literal that is true only if `job` is admitted with some replica using flavor `f`."""
+    p = r.p
+    if sure_flavors(p, job)[f]:
+        return r.a[job.index]
+    lit = cache.get((job.index, f))
+    if lit is None:
+        lit = cache[(job.index, f)] = r.model.new_bool_var(f"uses[{job.index},{f}]")
+        model, res = int(p.flavor_is_model[f]), int(p.flavor_resource[f])
+        on = [r.y[k] for k in r.job_keys(job.index)
+              if (model >= 0 and job.groups[k[1]].gpu > 0 and int(p.node_model[k[2]]) == model)
+              or (res >= 0 and job.groups[k[1]].req[res] > 0)]
+        r.model.add(lit <= r.a[job.index])
+        r.model.add(r.sum(on) >= 1).only_enforce_if(lit)
+    return lit
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: which evictable running jobs go, why, and the work they lose (P1-P4).
+
+    Per evictable job k: ``keep[k] + pre[k] + rec[k] = 1`` (P1); ``pre[k]`` needs an admitted
+    same-tenant preemptor, ``rec[k]`` an admitted cohort preemptor allowed by
+    `borrow_within_cohort`, or one allowed by `reclaim_within_cohort` whose ``within[j]`` holds:
+    its tenant ends within nominal quota of every flavor it may use (P2). Reclaim takes only
+    borrowed quota: with k reclaimed, the other reclaimed jobs of its tenant hold less of k's
+    reclaimed flavor than the tenant borrowed (P3). ``disruption`` = sum of lost GPU-hours of the
+    evicted jobs (P4); ``evictions``, their number, breaks the last tie of a lexicographic order
+    (Kueue evicts as few jobs as it can).
+    """
+    p, m = r.p, r.model
+    lost_terms: list[tuple[int, Any]] = []
+    total_lost = 0
+    within: dict[int, Any] = {}
+    used_as: dict[tuple[int, int], Any] = {}  # (job, flavor) -> "the job is admitted and uses the flavor"
+    reclaimed: dict[int, list[tuple[JobSpec, Any, int]]] = {}  # per victim tenant: (job, rec, flavor)
+    r.device_plan.setdefault("evict", {})
+    for victim in r.evictable:
+        k = p.running_index[victim.id]
+        keep = r.keep[k]
+        who = preemptors(p, victim, r.jobs if len(r.jobs) < len(p.jobs) else None)
+        pre = m.new_bool_var(f"pre[{k}]")
+        rec = m.new_bool_var(f"rec[{k}]")
+        m.add(keep + pre + rec == 1)  # P1
+        m.add(pre <= r.sum(r.a[j.index] for j in who.same))  # P2
+        for j in who.nominal:
+            if j.index not in within:
+                within[j.index] = m.new_bool_var(f"within[{j.index}]")
+                m.add(within[j.index] <= r.a[j.index])
+        via = [_uses(r, j, who.flavor, used_as) for j in who.borrowing]
+        for j in who.nominal:  # within nominal and on the reclaimed flavor
+            both = m.new_bool_var(f"via[{j.index},{k}]")
+            m.add(both <= within[j.index])
+            m.add(both <= _uses(r, j, who.flavor, used_as))
+            via.append(both)
+        m.add(rec <= r.sum(via))
+        if who.flavor >= 0:
+            reclaimed.setdefault(victim.tenant, []).append((victim, rec, who.flavor))
+        r.device_plan["evict"][k] = (pre, rec, who)
+        lost = round(lost_gpu_hours(p, victim) * DISRUPTION_SCALE)
+        lost_terms.append((lost, keep))
+        total_lost += lost
+    for ji, var in within.items():  # P2: the preemptor's tenant within nominal of the flavors it uses
+        job = p.jobs[ji]
+        for f in np.flatnonzero(possible_flavors(p, job)).tolist():
+            usage = r.quota_usage.get((job.tenant, f))
+            nominal = round(p.nominal[job.tenant, f] * 1000)
+            if usage is not None:
+                m.add(usage <= nominal).only_enforce_if([var, _uses(r, job, f, used_as)])
+            elif running_usage_before(p)[job.tenant, f] * 1000 > nominal + 1e-6:  # over it already
+                m.add_bool_or([var.Not(), _uses(r, job, f, used_as).Not()])
+    used_before = running_usage_before(p)
+    for t, items in reclaimed.items():  # P3
+        for victim, rec, f in items:
+            others = [(round(held_flavors(p, o)[f] * 1000), rr) for o, rr, _ in items if o is not victim]
+            others = [(c, v) for c, v in others if c > 0]
+            if not others:
+                continue
+            borrowed = round((used_before[t, f] - p.nominal[t, f]) * 1000)
+            m.add(r.wsum((v for _, v in others), (c for c, _ in others)) <= borrowed - 1).only_enforce_if(rec)
+    r.add_term("disruption", total_lost - r.wsum((v for _, v in lost_terms), (c for c, _ in lost_terms)),
+               DISRUPTION_SCALE, maximise=False)
+    r.term_ub["disruption"] = total_lost
+    if r.evictable:  # a tie-break after every term of a lexicographic order (`_weights`)
+        r.add_term("evictions", len(lost_terms) - r.sum(v for _, v in lost_terms), 1.0, maximise=False)
+        r.term_ub["evictions"] = len(lost_terms)
+
+
+def evictable_jobs(p: Problem, limit: int) -> list[JobSpec]:
+    """Running jobs some queued job may evict, at most `limit` (lowest priority, least work lost first)."""
+    out = [v for v in p.running if preemptors(p, v)]
+    out.sort(key=lambda v: (v.priority, lost_gpu_hours(p, v), v.id))
+    return out[:limit]
+
+
+def name_preemptors(p: Problem, plan: Plan, evicted: list[JobSpec], why: dict[int, Any],
+                    solver: Any) -> list[Eviction] | None:
+    """Evictions for a decoded CP-SAT plan: each evicted job's reason from the model (``pre`` /
+    ``rec``) and, as `by`, the first admitted preemptor the validator accepts. None when some
+    eviction has no legal preemptor (the model and the validator disagree: a bug, so the caller
+    falls back)."""
+    reasons = {}
+    for victim in evicted:
+        pre, _rec, _ = why[p.running_index[victim.id]]
+        reasons[victim.id] = "preempted" if solver.value(pre) else "reclaimed"
+    draft = plan.model_copy(update={"evictions": [Eviction(job=v.id, reason=reasons[v.id],
+                                                           lost_gpu_hours=lost_gpu_hours(p, v)) for v in evicted]})
+    view = PlanView(p, draft)
+    reclaimed: dict[int, FArray] = {}
+    for v in evicted:
+        if reasons[v.id] == "reclaimed":
+            reclaimed[v.tenant] = reclaimed.get(v.tenant, np.zeros(len(p.flavors))) + held_flavors(p, v)
+    out = []
+    for v in evicted:
+        who: Preemptors = why[p.running_index[v.id]][2]
+        reason = reasons[v.id]
+        pool = who.same if reason == "preempted" else [*who.borrowing, *who.nominal]
+        others = reclaimed[v.tenant] - held_flavors(p, v) if reason == "reclaimed" else None
+        by = next((j for j in pool if view.by_job.get(j.id)
+                   and not eviction_problems(p, v, reason, preemptor(view, j.id), others)), None)
+        if by is None:
+            return None
+        out.append(Eviction(job=v.id, reason=reason, by=by.id, lost_gpu_hours=lost_gpu_hours(p, v)))
+    return out

@@ -116,14 +116,17 @@ def term(view: PlanView) -> dict[str, float]:
 def cpsat(r: CpsatRound) -> None:
     """CP-SAT: nominal, borrowing and lending per tenant and flavor, in thousandths (Q1-Q3).
 
-    A tenant/flavor (or cohort/flavor) that the running jobs already push over its limits gets
-    no new usage, matching the validator, which reports such rules only where a plan adds usage.
+    Usage = the kept running jobs in `base` + evictable running jobs while kept + new placements.
+    A tenant/flavor (or cohort/flavor) that the running jobs as they stand already push over its
+    limits gets no new usage, matching the validator, which reports such rules only where a plan
+    adds usage. The total usage per tenant and flavor is left in `r.quota_usage` for other concerns.
     """
     p, m = r.p, r.model
     if not len(p.flavors):
         return
     scale = 1000
-    new: dict[tuple[int, int], list[Any]] = {}
+    new: dict[tuple[int, int], list[tuple[int, Any]]] = {}
+    kept: dict[tuple[int, int], list[tuple[int, Any]]] = {}
     uses: dict[tuple[int, int, int], list[tuple[int, int]]] = {}  # per (job, group, node model)
     for key, var in r.y.items():
         job = p.jobs[key[0]]
@@ -135,15 +138,26 @@ def cpsat(r: CpsatRound) -> None:
             uses[(key[0], key[1], model)] = use
         for f, amount in use:
             new.setdefault((job.tenant, f), []).append((amount, var))
+    running = r.base.quota_used.copy()  # the running jobs as they stand (evictable ones included)
+    for job in r.evictable:
+        held = np.zeros(len(p.flavors))
+        for pl in job.placements:
+            held += flavor_use(p, job.groups[pl.group], pl.node)
+        running[job.tenant] += held
+        for f in np.flatnonzero(held > 0).tolist():
+            kept.setdefault((job.tenant, f), []).append((round(held[f] * scale), r.keep[p.running_index[job.id]]))
     base = r.base.quota_used
-    broken = {(t, f) for t, f in new if problems(p, base, _only(p, t, f))}
+    broken = {(t, f) for t, f in new if problems(p, running, _only(p, t, f))}
     n_defined = len(p.cluster.tenants)
     usage_new = {tf: r.wsum((v for _, v in parts), (c for c, _ in parts)) for tf, parts in new.items()}
+    usage_kept = {tf: r.wsum((v for _, v in parts), (c for c, _ in parts)) for tf, parts in kept.items()}
+    for tf in set(usage_new) | set(usage_kept):  # total usage, for the preemption concern
+        r.quota_usage[tf] = round(base[tf] * scale) + usage_kept.get(tf, 0) + usage_new.get(tf, 0)
     for (t, f), expr in usage_new.items():
         if (t, f) in broken:
             m.add(expr == 0)
         elif p.tenant_cohort[t] < 0 and t < n_defined:  # Q1
-            m.add(expr <= math.floor((p.nominal[t, f] - base[t, f]) * scale + 1e-6))
+            m.add(expr + usage_kept.get((t, f), 0) <= math.floor((p.nominal[t, f] - base[t, f]) * scale + 1e-6))
     for c in np.unique(p.tenant_cohort[p.tenant_cohort >= 0]).tolist():
         members: list[int] = np.flatnonzero(p.tenant_cohort == c).tolist()
         for f in range(len(p.flavors)):
@@ -152,7 +166,9 @@ def cpsat(r: CpsatRound) -> None:
             borrowed, lendable = [], []
             for t in members:
                 nominal, used = round(p.nominal[t, f] * scale), round(base[t, f] * scale)
-                usage = used + usage_new[(t, f)] if (t, f) in usage_new and (t, f) not in broken else used
+                usage = used + usage_kept.get((t, f), 0)
+                if (t, f) in usage_new and (t, f) not in broken:
+                    usage = usage + usage_new[(t, f)]
                 b = m.new_int_var(0, 10**12, f"borrow[{t},{f}]")
                 m.add(b >= usage - nominal)  # Q2
                 if not math.isinf(p.borrow_limit[t, f]) and (t, f) not in broken:

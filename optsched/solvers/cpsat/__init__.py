@@ -20,7 +20,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from optsched.check import check_problem
-from optsched.concerns import capacity, devices, fabric, gang, quota, spread, value
+from optsched.concerns import capacity, devices, fabric, gang, preemption, quota, spread, value
 from optsched.latency import gc_paused
 from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
@@ -40,6 +40,7 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("fabric", fabric.cpsat),  # required topology, colocation, uplinks, topology term
     ("spread", spread.cpsat),  # topology spread skew
     ("quota", quota.cpsat),  # nominal, borrowing, lending
+    ("preemption", preemption.cpsat),  # which evictable running jobs go, why, and the work lost
     ("value", value.cpsat),  # admitted value and queue delay terms
 )
 """Each concern's CP-SAT encoding, in the order they are added (eligibility: candidate nodes)."""
@@ -60,6 +61,10 @@ def candidate_cap(p: Problem) -> int:
     """Candidate nodes per group: 64 on small rounds, fewer as the queue grows (at least 8)."""
     groups = sum(len(j.groups) for j in p.jobs)
     return int(min(64, max(8, TARGET_COUNT_VARIABLES // max(groups, 1))))
+
+
+MAX_EVICTABLE = 512
+"""Running jobs the model may evict (lowest priority, least work lost first); the others stay."""
 
 
 LP_SECONDS_PER_JOB = 1e-4
@@ -100,6 +105,8 @@ def _weights(r: CpsatRound, goal: Objective) -> tuple[dict[str, int], list[str]]
             w = goal.weights[name] / r.terms[name].scale
             weights[name] = round(w * 1e6)
         return weights, unmodelled
+    if "evictions" in r.terms:  # the last tie-break: as few evictions as possible (Kueue's aim)
+        modelled.append("evictions")
     w = 1
     for name in reversed(modelled):
         weights[name] = w
@@ -122,6 +129,9 @@ def _primary_values(r: CpsatRound) -> dict[int, int]:
         if key in r.ye:
             out[r.ym[key].index] = lo
             out[r.ye[key].index] = hi
+    evicted = {r.p.running_index[ev.job] for ev in (r.hint.evictions if r.hint else [])}
+    for k, var in r.keep.items():
+        out[var.index] = int(k not in evicted)
     return out
 
 
@@ -165,6 +175,13 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Pla
     p = r.p
     placements: list[Placement] = []
     deferred: list[Deferred] = []
+    evicted = [p.running[k] for k, var in r.keep.items() if not solver.value(var)]
+    if r.keep:  # devices are picked around the evictable jobs that stay
+        kept = r.base.copy()
+        for k, var in r.keep.items():
+            if solver.value(var):
+                kept.add_running(p.running[k])
+        r.base = kept
     per_node: dict[int, list[tuple[tuple[int, int, int], Any, bool]]] = {}
     for job in r.jobs:
         if not solver.value(r.a[job.index]):
@@ -193,7 +210,11 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Pla
         placements.append(Placement(job=p.jobs[j].id, group=g.name, replica=base + i, node=p.node_ids[v],
                                     devices=[int(p.dev_local[d]) for d in devs],
                                     share=share if g.share else None, elastic=elastic))
-    return Plan(placements=placements, deferred=deferred, solver=stats)
+    plan = Plan(placements=placements, deferred=deferred, solver=stats)
+    if not evicted:
+        return plan
+    evictions = preemption.name_preemptors(p, plan, evicted, r.device_plan.get("evict", {}), solver)
+    return None if evictions is None else plan.model_copy(update={"evictions": evictions})
 
 
 def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -> Plan:
@@ -242,8 +263,24 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     if any(d.reason == "time_limit" for d in fallback.deferred):  # no time left for a model
         return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
     extra: dict[str, Any] = {}
+    # running jobs some queued job may evict: the bound treats them as gone, the model decides
+    may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
+    relaxed = Ledger.with_running(p)
+    for victim in may_go:
+        relaxed.add_running(victim, sign=-1.0)
+    if p.cluster.tenants and time.perf_counter() < start + (0.5 if whole_model else 0.9) * time_limit:
+        # a multi-tenant round: the Kueue plan (admission order, borrowing, preemption) is a candidate
+        from optsched.solvers.kueue import solve_kueue
+
+        kueue = solve_kueue(p, time_limit=start + (0.5 if whole_model else 0.9) * time_limit - time.perf_counter(),
+                            seed=seed)
+        if not any(d.reason == "time_limit" for d in kueue.deferred):
+            terms = evaluate_problem(p, kueue).objective()
+            extra["kueue"] = {"admitted_value": terms["admitted_value"], "disruption": terms["disruption"]}
+            if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
+                fallback = kueue.model_copy(update={"objective": terms})  # Kueue's order wins ties
     lp_s = LP_SECONDS_PER_JOB * len(p.jobs)
-    lp = value_bound(p) if time.perf_counter() + lp_s < start + time_limit else None
+    lp = value_bound(p, relaxed) if time.perf_counter() + lp_s < start + time_limit else None
     if lp is not None:
         extra["value_bound"] = {"value": lp.value, "s": round(lp.seconds, 4), "status": lp.status}
         base_strategy = fallback.solver.name.split(":")[-1]
@@ -278,7 +315,12 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
         return finish(better, "feasible", improved=log.improved)
 
     extra["max_candidates"] = max_candidates
-    r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=max_candidates, hint=fallback)
+    evictable = may_go[:MAX_EVICTABLE]
+    base = Ledger.with_running(p)
+    for victim in evictable:
+        base.add_running(victim, sign=-1.0)
+    extra["evictable"] = len(evictable)
+    r = CpsatRound(p, base, list(p.jobs), max_candidates=max_candidates, hint=fallback, evictable=evictable)
     t0 = time.perf_counter()
     try:
         r.build_variables(deadline=start + 0.75 * time_limit)
@@ -375,6 +417,11 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     status_name = "optimal" if status == cp_model.OPTIMAL else "feasible"
     if status == cp_model.OPTIMAL and not r.truncated and model_bound is not None:
         model_bound = terms["admitted_value"]  # proven optimal: the rounding slack is not a gap
+    if not Objective.parse(objective).better(terms, fallback_terms) and len(plan.evictions) >= len(fallback.evictions):
+        # a tie: keep the hint's plan (on a multi-tenant round the Kueue plan, whose admission
+        # order among equals is the documented one), with what CP-SAT proved about it
+        return finish(fallback, status_name, model_bound=model_bound, tie="hint kept", model_terms=model_terms,
+                      model_plan_terms=terms)  # the CP-SAT plan's model terms and its metrics
     return finish(plan.model_copy(update={"objective": terms}), status_name, model_bound=model_bound,
                   model_terms=model_terms)
 

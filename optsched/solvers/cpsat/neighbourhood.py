@@ -228,7 +228,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
             continue
         merged = Plan(placements=[pl for pl in best.placements if pl.job not in ids] + sub.placements,
                       deferred=[d for d in best.deferred if d.job not in ids] + sub.deferred,
-                      solver=best.solver)
+                      evictions=best.evictions, solver=best.solver)
         terms = evaluate_problem(p, merged).objective()
         row["s"] = round(time.perf_counter() - t0, 3)
         if not goal.better(terms, best_terms):

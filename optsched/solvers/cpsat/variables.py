@@ -6,7 +6,9 @@
 - ``y[j, g, v]``: replicas of group g of job j on node v (integer), split into ``ym`` (replicas
   below `min`, full value) and ``ye`` (elastic replicas, half value) where the group is elastic;
 - candidate nodes per group (eligible, holding at least one replica on what is free, and at most
-  `max_candidates` of them plus the nodes of the hint plan).
+  `max_candidates` of them plus the nodes of the hint plan);
+- ``keep[k]``: evictable running job k stays (bool); its usage is left out of `base` and each
+  concern adds it back, times ``keep[k]``, where it counts usage (`held` lists it per node).
 
 Each concern then adds its constraints and objective terms through `add_term` (the ordered list
 in `optsched/solvers/cpsat/__init__.py`). Device indices are chosen after the nodes are fixed,
@@ -25,7 +27,7 @@ from ortools.sat.python import cp_model
 from optsched.concerns import eligibility
 from optsched.ledger import Ledger
 from optsched.model.plan import Plan
-from optsched.problem import BArray, GroupSpec, IArray, JobSpec, Problem
+from optsched.problem import BArray, GroupSpec, IArray, JobSpec, Problem, RunningPlacement
 from optsched.solvers.greedy import score_most_allocated
 
 
@@ -78,6 +80,15 @@ class CpsatRound:
     _by_domain: dict[tuple[int, int], dict[int, list[Key]]] = field(default_factory=dict)
     device_plan: dict[str, Any] = field(default_factory=dict)
     """Per-device and per-interconnect-group variables, filled by the devices concern."""
+    evictable: list[JobSpec] = field(default_factory=list)
+    """Running jobs the round may evict: their usage is not in `base`; ``keep[k]`` holds it."""
+    keep: dict[int, Any] = field(default_factory=dict)
+    """``keep[k]``: running job k (index into `p.running`) stays where it is (bool)."""
+    held: dict[int, list[tuple[Any, JobSpec, list[RunningPlacement]]]] = field(default_factory=dict)
+    """Per node: (keep variable, running job, its replicas on the node) of the evictable jobs."""
+    quota_usage: dict[tuple[int, int], Any] = field(default_factory=dict)
+    """Per (tenant, flavor) with usage the round may change: the total usage after the round, in
+    thousandths (filled by the quota concern)."""
 
     # ------------------------------------------------------------------ building
     def candidates(self, job: JobSpec, group: GroupSpec, hinted: set[int]) -> IArray:
@@ -114,6 +125,14 @@ class CpsatRound:
         if self.hint is not None:
             for pl in self.hint.placements:
                 hinted[(pl.job, pl.group)].add(self.p.node_index[pl.node])
+        for job in self.evictable:
+            k = self.p.running_index[job.id]
+            self.keep[k] = m.new_bool_var(f"keep[{k}]")
+            by_node: dict[int, list[RunningPlacement]] = defaultdict(list)
+            for rp in job.placements:
+                by_node[rp.node].append(rp)
+            for v, pls in by_node.items():
+                self.held.setdefault(v, []).append((self.keep[k], job, pls))
         for n, job in enumerate(self.jobs):
             if n % 32 == 0 and time.perf_counter() > deadline:
                 raise BuildTimeout(f"variables ({n} of {len(self.jobs)} jobs)")

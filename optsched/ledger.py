@@ -57,6 +57,35 @@ def crossed_domains(p: Problem, nodes: IArray) -> IArray:
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
+@dataclass(frozen=True)
+class _RunningDelta:
+    """What a running job adds to a ledger, as arrays (cached per problem and job)."""
+
+    nodes: IArray
+    req: FArray
+    devices: IArray
+    shares: FArray
+    quota: FArray
+    crossed: IArray
+
+
+def _running_delta(p: Problem, job: JobSpec) -> _RunningDelta:
+    key = ("running_delta", job.id)
+    cached = p._cache.get(key)
+    if cached is None:
+        nodes = np.array([pl.node for pl in job.placements], dtype=np.int64)
+        req = np.stack([job.groups[pl.group].req for pl in job.placements]) if job.placements \
+            else np.zeros((0, len(p.resources)))
+        devices = np.array([d for pl in job.placements for d in pl.devices], dtype=np.int64)
+        shares = np.array([pl.share for pl in job.placements for _ in pl.devices], dtype=float)
+        quota = np.zeros(len(p.flavors))
+        for pl in job.placements:
+            quota += flavor_use(p, job.groups[pl.group], pl.node)
+        cached = p._cache[key] = _RunningDelta(nodes, req, devices, shares, quota, crossed_domains(p, nodes))
+    delta: _RunningDelta = cached
+    return delta
+
+
 class Ledger:
     """Resource, device, fabric and quota usage accumulated over replicas."""
 
@@ -165,6 +194,30 @@ class Ledger:
     def add_running(self, job: JobSpec, sign: float = 1.0) -> None:
         """Account (or release) a running job where it sits, uplinks included."""
         self.add_replicas(job, job.placements, sign)
+
+    def add_running_many(self, jobs: Sequence[JobSpec], sign: float = 1.0) -> None:
+        """`add_running` for many jobs at once: one vectorised update, device summaries refreshed
+        once per touched node (the `kueue` baseline releases and restores preemption candidates
+        by the hundred; one at a time that was 9 of its 15 s on mixed-cloud-10k)."""
+        if not jobs:
+            return
+        parts = [_running_delta(self.problem, j) for j in jobs]
+        nodes = np.concatenate([d.nodes for d in parts])
+        np.add.at(self.used, nodes, sign * np.concatenate([d.req for d in parts]))
+        devs = np.concatenate([d.devices for d in parts])
+        if len(devs):
+            np.add.at(self.dev_used, devs, sign * np.concatenate([d.shares for d in parts]))
+            touched = np.unique(self.problem.dev_node[devs])
+            if len(touched) > 16:  # one vectorised pass beats many per-node refreshes
+                self._refresh_all_devices()
+            else:
+                for n in touched.tolist():
+                    self._refresh_node(n)
+        if len(self.problem.flavors):
+            for j, d in zip(jobs, parts, strict=True):
+                self.quota_used[j.tenant] += sign * d.quota
+        for j, d in zip(jobs, parts, strict=True):
+            self.add_uplink(d.crossed, j.bandwidth, sign)
 
     def add_replicas(self, job: JobSpec, replicas: Sequence[RunningPlacement | PlacedReplica],
                      sign: float = 1.0) -> None:

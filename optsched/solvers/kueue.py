@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from optsched.concerns import preemption
+from optsched.concerns import eligibility, preemption
 from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, JobSpec, Problem
@@ -120,29 +120,32 @@ class KueueEngine(GreedyEngine):
         return out
 
     # ------------------------------------------------------------------ running jobs
-    def _release(self, victim: JobSpec) -> None:
-        self.ledger.add_running(victim, sign=-1.0)
-        self.changed.extend(pl.node for pl in victim.placements)
+    def _release(self, victims: list[JobSpec], sign: float = -1.0) -> None:
+        """Take running jobs out of the ledger (sign=+1 puts them back)."""
+        self.ledger.add_running_many(victims, sign)
+        self.changed.extend(pl.node for v in victims for pl in v.placements)
 
-    def _restore(self, victim: JobSpec) -> None:
-        self.ledger.add_running(victim, sign=1.0)
-        self.changed.extend(pl.node for pl in victim.placements)
-
-    def _candidates(self, job: JobSpec) -> list[tuple[JobSpec, str]]:
+    def _candidates(self, job: JobSpec, for_nodes: bool = False) -> list[tuple[JobSpec, str]]:
         """Running jobs this job may evict under its tenant's policies, in Kueue's order, with the
-        eviction reason (`preempted` in the tenant, `reclaimed` across the cohort)."""
+        eviction reason (`preempted` in the tenant, `reclaimed` across the cohort). With
+        `for_nodes` (the job lacks node capacity, not quota), only jobs on nodes it may use."""
         p = self.p
         tenants = p.cluster.tenants
         policy = tenants[job.tenant].preemption if job.tenant < len(tenants) else None
         if policy is None:
             return []
         need = self._need(job) > 0
+        usable = np.ones(p.n_nodes, dtype=bool)
+        if for_nodes:  # a victim elsewhere frees nothing the job can use
+            usable[:] = False
+            for g in job.groups:
+                usable |= eligibility.mask(p, job, g)
         cohort = int(p.tenant_cohort[job.tenant])
         bwc = policy.borrow_within_cohort
         out: list[tuple[JobSpec, str]] = []
         borrowing: dict[int, BArray] = {}
         for victim in self.running_left.values():
-            if not victim.preemptible:
+            if not victim.preemptible or not any(usable[pl.node] for pl in victim.placements):
                 continue
             if victim.tenant == job.tenant:
                 lower = victim.priority < job.priority
@@ -171,40 +174,41 @@ class KueueEngine(GreedyEngine):
     def _fits_without(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool, keep: bool) -> Attempt | None:
         """Release `victims`, try to place the job; with `keep` a success stays placed (victims
         stay released), otherwise everything is put back. Returns the attempt if it fits."""
-        for v in victims:
-            self._release(v)
+        self._release(victims)
         att = self.place_job(job)
         ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
         if ok and keep:
             return att
         if att.failure is None:
             self._rollback(job, list(att.replicas))
-        for v in reversed(victims):
-            self._restore(v)
+        self._release(victims, sign=1.0)
         return att if ok else None
 
     def _targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
         """The shortest prefix of `cands` after whose eviction the job fits, minimised in reverse."""
         if not cands or self._fits_without(job, cands, allow_borrow, keep=False) is None:
             return []
-        lo, hi = 1, len(cands)  # fits with cands[:hi]; find the shortest such prefix (fit grows with it)
-        while lo < hi:
+        lo, hi = 1, 1  # galloping: most jobs need one or two victims
+        while hi < len(cands) and self._fits_without(job, cands[:hi], allow_borrow, keep=False) is None:
+            lo, hi = hi + 1, min(2 * hi, len(cands))
+        while lo < hi:  # fits with cands[:hi]; find the shortest such prefix (fit grows with it)
             mid = (lo + hi) // 2
             if self._fits_without(job, cands[:mid], allow_borrow, keep=False) is not None:
                 hi = mid
             else:
                 lo = mid + 1
         targets = cands[:hi]
-        for v in reversed(list(targets)):
+        for v in reversed(list(targets) if len(targets) > 1 else []):  # one target: it was needed
             rest = [t for t in targets if t is not v]
             if self._fits_without(job, rest, allow_borrow, keep=False) is not None:
                 targets = rest
         return targets
 
-    def _preempt(self, job: JobSpec) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
-        """Kueue's classic preemption targets for `job`; on success the job is placed."""
+    def _preempt(self, job: JobSpec, failure: str) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
+        """Kueue's classic preemption targets for `job` (which failed for `failure`); on success
+        the job is placed."""
         p = self.p
-        cands = self._candidates(job)
+        cands = self._candidates(job, for_nodes=failure != "quota")
         if not cands:
             return None
         reason_of = {v.id: r for v, r in cands}
@@ -233,8 +237,7 @@ class KueueEngine(GreedyEngine):
             if self._legal(job, att, chosen):
                 return att, chosen
             self._rollback(job, list(att.replicas))
-            for v in reversed(targets):
-                self._restore(v)
+            self._release(targets, sign=1.0)
         return None
 
     def _legal(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]) -> bool:
@@ -300,7 +303,7 @@ class KueueEngine(GreedyEngine):
                                                   "round and may not also borrow it")
         if att.failure not in ("capacity", "quota", "topology", "bandwidth"):
             return att
-        got = self._preempt(job)
+        got = self._preempt(job, att.failure)
         if got is None:
             return att
         new, chosen = got

@@ -46,11 +46,12 @@ def cpsat(r: CpsatRound) -> None:
         integral = all(float(x).is_integer() for x in reqs.values()) and np.all(np.mod(free[:, res], 1) == 0) \
             and all(float(x).is_integer() for items in held.values() for x, _ in items)
         scale = 1 if integral else 1000
-        for v, keys in r.by_node.items():
+        for v in set(r.by_node) | set(held):
+            keys = r.by_node.get(v, [])
             terms = [(math.ceil(reqs[k] * scale - 1e-9), r.y[k]) for k in keys if reqs[k] > 0]
+            terms += [(math.ceil(x * scale - 1e-9), keep) for x, keep in held.get(v, []) if x > 0]
             if not terms:
                 continue
-            terms += [(math.ceil(x * scale - 1e-9), keep) for x, keep in held.get(v, []) if x > 0]
             cap = math.floor(free[v, res] * scale + 1e-6)
             if sum(c * r.model_ub(var) for c, var in terms) <= cap:
                 continue  # cannot bind

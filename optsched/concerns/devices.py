@@ -175,6 +175,15 @@ def cpsat(r: CpsatRound) -> None:
     Decoding reads these counts back to pick device indices (`pick_from_counts`).
     """
     p, m, base = r.p, r.model, r.base
+    for v in r.held:  # D7: a kept job's devices are its own, whatever the base holds on them
+        whole_held, share_held = _held_devices(r, v)
+        for d, keep in whole_held.items():
+            if float(base.dev_used[d]) > EPS or not p.dev_healthy[d]:
+                m.add(keep == 0)
+        for d, items in share_held.items():
+            cap = math.floor((1.0 - float(base.dev_used[d])) * MILLI + 1e-6)
+            if sum(c for c, _ in items) > cap:
+                m.add(r.wsum((x for _, x in items), (c for c, _ in items)) <= cap)
     plan = r.device_plan
     z: dict[tuple[Key, int], Any] = plan.setdefault("z", {})
     u: dict[int, Any] = plan.setdefault("u", {})

@@ -164,6 +164,11 @@ def cpsat(r: CpsatRound) -> None:
             nodes = np.array([pl.node for pl in job.placements], dtype=np.int64)
             for d in crossed_domains(p, nodes).tolist():
                 kept_flows.setdefault(d, []).append((job.bandwidth, r.keep[p.running_index[job.id]]))
+    for d, kept in kept_flows.items():  # kept running jobs alone, where no new job may cross
+        left = p.uplink[d] - r.base.uplink_load[d]
+        if d not in crossing and sum(bw for bw, _ in kept) > left + EPS:
+            m.add(r.wsum((x for _, x in kept), (math.ceil(bw * 1000 - 1e-9) for bw, _ in kept))
+                  <= math.floor(max(left, 0.0) * 1000 + 1e-6))
     for d, jobs in crossing.items():
         left = p.uplink[d] - r.base.uplink_load[d]
         kept = kept_flows.get(d, [])

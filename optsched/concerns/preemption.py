@@ -378,16 +378,24 @@ def cpsat(r: CpsatRound) -> None:
             nominal = round(p.nominal[job.tenant, f] * 1000)
             if usage is not None:
                 m.add(usage <= nominal).only_enforce_if([var, _uses(r, job, f, used_as)])
-            elif running_usage_before(p)[job.tenant, f] * 1000 > nominal + 1e-6:  # over it already
+            elif r.base.quota_used[job.tenant, f] * 1000 > nominal + 1e-6:  # over it already
                 m.add_bool_or([var.Not(), _uses(r, job, f, used_as).Not()])
-    used_before = running_usage_before(p)
+    used_before = running_usage_before(p).copy()
+    inside = {v.id for v in r.evictable}
+    for ev in r.hint.evictions if r.hint is not None else []:  # reclaims this model does not decide
+        if ev.reason == "reclaimed" and ev.job not in inside:
+            v = p.running[p.running_index[ev.job]]
+            used_before[v.tenant] -= held_flavors(p, v)
     for t, items in reclaimed.items():  # P3
         for victim, rec, f in items:
             others = [(round(held_flavors(p, o)[f] * 1000), rr) for o, rr, _ in items if o is not victim]
             others = [(c, v) for c, v in others if c > 0]
+            borrowed = round((used_before[t, f] - p.nominal[t, f]) * 1000)
+            if borrowed <= 0:  # the reclaims outside this model took the borrowed quota already
+                m.add(rec == 0)
+                continue
             if not others:
                 continue
-            borrowed = round((used_before[t, f] - p.nominal[t, f]) * 1000)
             m.add(r.wsum((v for _, v in others), (c for c, _ in others)) <= borrowed - 1).only_enforce_if(rec)
     r.add_term("disruption", total_lost - r.wsum((v for _, v in lost_terms), (c for c, _ in lost_terms)),
                DISRUPTION_SCALE, maximise=False)
@@ -406,20 +414,21 @@ def evictable_jobs(p: Problem, limit: int) -> list[JobSpec]:
 
 def name_preemptors(p: Problem, plan: Plan, evicted: list[JobSpec], why: dict[int, Any],
                     solver: Any) -> list[Eviction] | None:
-    """Evictions for a decoded CP-SAT plan: each evicted job's reason from the model (``pre`` /
-    ``rec``) and, as `by`, the first admitted preemptor the validator accepts. None when some
-    eviction has no legal preemptor (the model and the validator disagree: a bug, so the caller
-    falls back)."""
+    """Evictions of `evicted` for a decoded CP-SAT plan (which may already hold other evictions):
+    each one's reason from the model (``pre`` / ``rec``) and, as `by`, the first admitted
+    preemptor the validator accepts. None when some eviction has no legal preemptor (the model and
+    the validator disagree: a bug, so the caller falls back)."""
     reasons = {}
     for victim in evicted:
         pre, _rec, _ = why[p.running_index[victim.id]]
         reasons[victim.id] = "preempted" if solver.value(pre) else "reclaimed"
-    draft = plan.model_copy(update={"evictions": [Eviction(job=v.id, reason=reasons[v.id],
-                                                           lost_gpu_hours=lost_gpu_hours(p, v)) for v in evicted]})
+    draft = plan.model_copy(update={"evictions": [*plan.evictions, *(
+        Eviction(job=v.id, reason=reasons[v.id], lost_gpu_hours=lost_gpu_hours(p, v)) for v in evicted)]})
     view = PlanView(p, draft)
     reclaimed: dict[int, FArray] = {}
-    for v in evicted:
-        if reasons[v.id] == "reclaimed":
+    for ev in draft.evictions:
+        if ev.reason == "reclaimed":
+            v = p.running[p.running_index[ev.job]]
             reclaimed[v.tenant] = reclaimed.get(v.tenant, np.zeros(len(p.flavors))) + held_flavors(p, v)
     out = []
     for v in evicted:

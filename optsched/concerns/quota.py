@@ -117,9 +117,10 @@ def cpsat(r: CpsatRound) -> None:
     """CP-SAT: nominal, borrowing and lending per tenant and flavor, in thousandths (Q1-Q3).
 
     Usage = the kept running jobs in `base` + evictable running jobs while kept + new placements.
-    A tenant/flavor (or cohort/flavor) that the running jobs as they stand already push over its
-    limits gets no new usage, matching the validator, which reports such rules only where a plan
-    adds usage. The total usage per tenant and flavor is left in `r.quota_usage` for other concerns.
+    As in the validator, the rules of a tenant/flavor hold where the plan adds usage to it
+    (``touched[t, f]``), and a cohort's lending rule where it adds usage to any member's flavor:
+    a limit that the running jobs already break binds only a plan that adds to it. The total
+    usage per tenant and flavor is left in `r.quota_usage` for other concerns.
     """
     p, m = r.p, r.model
     if not len(p.flavors):
@@ -138,48 +139,63 @@ def cpsat(r: CpsatRound) -> None:
             uses[(key[0], key[1], model)] = use
         for f, amount in use:
             new.setdefault((job.tenant, f), []).append((amount, var))
-    running = r.base.quota_used.copy()  # the running jobs as they stand (evictable ones included)
     for job in r.evictable:
         held = np.zeros(len(p.flavors))
         for pl in job.placements:
             held += flavor_use(p, job.groups[pl.group], pl.node)
-        running[job.tenant] += held
         for f in np.flatnonzero(held > 0).tolist():
             kept.setdefault((job.tenant, f), []).append((round(held[f] * scale), r.keep[p.running_index[job.id]]))
     base = r.base.quota_used
-    broken = {(t, f) for t, f in new if problems(p, running, _only(p, t, f))}
     n_defined = len(p.cluster.tenants)
     usage_new = {tf: r.wsum((v for _, v in parts), (c for c, _ in parts)) for tf, parts in new.items()}
     usage_kept = {tf: r.wsum((v for _, v in parts), (c for c, _ in parts)) for tf, parts in kept.items()}
     for tf in set(usage_new) | set(usage_kept):  # total usage, for the preemption concern
         r.quota_usage[tf] = round(base[tf] * scale) + usage_kept.get(tf, 0) + usage_new.get(tf, 0)
-    for (t, f), expr in usage_new.items():
-        if (t, f) in broken:
-            m.add(expr == 0)
-        elif p.tenant_cohort[t] < 0 and t < n_defined:  # Q1
-            m.add(expr + usage_kept.get((t, f), 0) <= math.floor((p.nominal[t, f] - base[t, f]) * scale + 1e-6))
+    touched: dict[tuple[int, int], Any] = {}
+    fixed = r.touched_fixed
+    for t, f in set(usage_new) | set(usage_kept):
+        if fixed is not None and fixed[t, f]:
+            touched[(t, f)] = 1  # placements outside the model add usage here: the rules bind
+        elif (t, f) in usage_new:
+            touched[(t, f)] = m.new_bool_var(f"touched[{t},{f}]")
+            m.add(usage_new[(t, f)] == 0).only_enforce_if(touched[(t, f)].Not())
+        else:
+            continue
+        if p.tenant_cohort[t] < 0 and t < n_defined:  # Q1
+            total = usage_new.get((t, f), 0) + usage_kept.get((t, f), 0)
+            _enforce(m.add(total <= math.floor((p.nominal[t, f] - base[t, f]) * scale + 1e-6)), touched[(t, f)])
     for c in np.unique(p.tenant_cohort[p.tenant_cohort >= 0]).tolist():
         members: list[int] = np.flatnonzero(p.tenant_cohort == c).tolist()
         for f in range(len(p.flavors)):
-            if not any((t, f) in new and (t, f) not in broken for t in members):
+            if not any((t, f) in touched for t in members):
                 continue
             borrowed, lendable = [], []
             for t in members:
                 nominal, used = round(p.nominal[t, f] * scale), round(base[t, f] * scale)
-                usage = used + usage_kept.get((t, f), 0)
-                if (t, f) in usage_new and (t, f) not in broken:
-                    usage = usage + usage_new[(t, f)]
+                usage = used + usage_kept.get((t, f), 0) + usage_new.get((t, f), 0)
                 b = m.new_int_var(0, 10**12, f"borrow[{t},{f}]")
                 m.add(b >= usage - nominal)  # Q2
-                if not math.isinf(p.borrow_limit[t, f]) and (t, f) not in broken:
-                    m.add(b <= round(p.borrow_limit[t, f] * scale))
+                if not math.isinf(p.borrow_limit[t, f]) and (t, f) in touched:
+                    _enforce(m.add(b <= round(p.borrow_limit[t, f] * scale)), touched[(t, f)])
                 room = m.new_int_var(0, max(nominal, 0), f"room[{t},{f}]")
                 m.add_max_equality(room, [0, nominal - usage])
                 lend = m.new_int_var(0, round(p.lend_limit[t, f] * scale), f"lend[{t},{f}]")
                 m.add(lend <= room)
                 borrowed.append(b)
                 lendable.append(lend)
-            m.add(r.sum(borrowed) <= r.sum(lendable))  # Q3
+            q3 = m.add(r.sum(borrowed) <= r.sum(lendable))  # Q3, where some member is touched
+            if not any(isinstance(touched.get((t, f)), int) for t in members):
+                any_touched = m.new_bool_var(f"touched[cohort {c},{f}]")
+                for t in members:
+                    if (t, f) in touched:
+                        m.add_implication(touched[(t, f)], any_touched)
+                q3.only_enforce_if(any_touched)
+
+
+def _enforce(ct: Any, touched: Any) -> None:
+    """Make a constraint conditional on a `touched` literal (1: unconditional)."""
+    if not isinstance(touched, int):
+        ct.only_enforce_if(touched)
 
 
 def _only(p: Problem, t: int, f: int) -> BArray:

@@ -29,7 +29,7 @@ from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.solvers import guided
 from optsched.solvers.bound import value_bound
-from optsched.solvers.cpsat import neighbourhood
+from optsched.solvers.cpsat import evictions, neighbourhood
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
 from optsched.solvers.greedy import STRATEGIES
 
@@ -180,7 +180,10 @@ def _hint(r: CpsatRound, values: list[int]) -> int:
     return len(values)
 
 
-def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Plan | None:
+def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats, *,
+            rest: Plan | None = None) -> Plan | None:
+    """The plan of a solution. With `rest` (a neighbourhood), the solution replaces the jobs and
+    evictable running jobs of the model in `rest`, and the merged plan is returned."""
     p = r.p
     placements: list[Placement] = []
     deferred: list[Deferred] = []
@@ -220,10 +223,16 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats) -> Pla
                                     devices=[int(p.dev_local[d]) for d in devs],
                                     share=share if g.share else None, elastic=elastic))
     plan = Plan(placements=placements, deferred=deferred, solver=stats)
+    if rest is not None:
+        ids = {j.id for j in r.jobs}
+        decided = {v.id for v in r.evictable}
+        plan = Plan(placements=[pl for pl in rest.placements if pl.job not in ids] + placements,
+                    deferred=[d for d in rest.deferred if d.job not in ids] + deferred,
+                    evictions=[ev for ev in rest.evictions if ev.job not in decided], solver=stats)
     if not evicted:
         return plan
     evictions = preemption.name_preemptors(p, plan, evicted, r.device_plan.get("evict", {}), solver)
-    return None if evictions is None else plan.model_copy(update={"evictions": evictions})
+    return None if evictions is None else plan.model_copy(update={"evictions": [*plan.evictions, *evictions]})
 
 
 def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -> Plan:
@@ -314,14 +323,21 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
         if start + 0.9 * time_limit - time.perf_counter() < 0.1 * time_limit:
             return finish(fallback, "fallback", reason=f"a model would take about {model_s:.1f} s to build and "
                                                          "the baselines used the time")
+        current, improved, rows = fallback, 0, []
+        if fallback.evictions:  # first re-decide the evictions, with half of the time left
+            now = time.perf_counter()
+            half = now + 0.5 * (start + 0.9 * time_limit - now)
+            current, row = evictions.reconsider(p, fallback, goal, deadline=half, seed=seed, num_workers=num_workers)
+            improved += current is not fallback
+            rows.append(row)
         better, log = neighbourhood.improve(
-            p, fallback, goal, deadline=start + 0.9 * time_limit, seed=seed, num_workers=num_workers,
+            p, current, goal, deadline=start + 0.9 * time_limit, seed=seed, num_workers=num_workers,
             seconds_per_group=SECONDS_PER_CANDIDATE * neighbourhood.MAX_CANDIDATES)
-        extra["neighbourhoods"] = log.rows
+        extra["neighbourhoods"] = rows + log.rows
         extra["reason"] = f"a whole model would take about {model_s:.1f} s to build: neighbourhood search"
-        if log.improved == 0:
+        if improved + log.improved == 0:
             return finish(fallback, "fallback")
-        return finish(better, "feasible", improved=log.improved)
+        return finish(better, "feasible", improved=improved + log.improved)
 
     extra["max_candidates"] = max_candidates
     evictable = may_go[:MAX_EVICTABLE]

@@ -49,7 +49,7 @@ class SearchLog:
     improved: int = 0
 
 
-def _plan_ledger(p: Problem, view: PlanView) -> Ledger:
+def plan_ledger(p: Problem, view: PlanView) -> Ledger:
     """The plan's usage (the view's ledger) plus the uplink traffic of its placed jobs."""
     ledger = view.ledger.copy()
     for job_id, reps in view.by_job.items():
@@ -155,7 +155,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         t0 = now
         if view is None:  # the view and the ledger of the best plan change only when it improves
             view = PlanView(p, best)
-            full = _plan_ledger(p, view)
+            full = plan_ledger(p, view)
         deferred_ids = {d.job for d in best.deferred}
         deferred = sorted((p.jobs[p.job_index[j]] for j in deferred_ids), key=_job_worth, reverse=True)
         if not deferred:

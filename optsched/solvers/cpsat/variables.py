@@ -86,6 +86,9 @@ class CpsatRound:
     """``keep[k]``: running job k (index into `p.running`) stays where it is (bool)."""
     held: dict[int, list[tuple[Any, JobSpec, list[RunningPlacement]]]] = field(default_factory=dict)
     """Per node: (keep variable, running job, its replicas on the node) of the evictable jobs."""
+    touched_fixed: BArray | None = None
+    """(tenants, flavors): pairs that placements outside the model add usage to (a neighbourhood):
+    their quota rules bind whatever the model does."""
     quota_usage: dict[tuple[int, int], Any] = field(default_factory=dict)
     """Per (tenant, flavor) with usage the round may change: the total usage after the round, in
     thousandths (filled by the quota concern)."""

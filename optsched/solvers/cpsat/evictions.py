@@ -1,0 +1,152 @@
+"""Rounds too large for one model: CP-SAT re-decides the evictions of the best plan.
+
+The `kueue` plan evicts by Kueue's order (other tenants' borrowing jobs first, lowest priority,
+most recently started) and never asks how much work a victim loses. This step takes the jobs
+that preempted (most lost work first), every running job they may evict on the nodes they may
+use (their current victims included), and the nodes of both, and solves that neighbourhood with
+every other job fixed where the plan put it: the preemptors may move, other victims may be chosen,
+victims may be kept. The objective is the round's (admitted value first, then lost GPU-hours), so
+the result admits at least as much and, at equal value, loses less work. The merged plan is
+checked by the validator and kept only when the objective says it is better.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from optsched.check import check_problem
+from optsched.concerns import eligibility, preemption
+from optsched.ledger import EPS, Ledger
+from optsched.metrics import evaluate_problem
+from optsched.model.plan import Plan
+from optsched.objective import EXACT, Objective
+from optsched.problem import Problem
+from optsched.solvers.cpsat.neighbourhood import MAX_CANDIDATES, plan_ledger
+from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
+from optsched.view import PlanView
+
+MAX_PREEMPTORS = 48
+"""Preemptors re-solved in one step (most lost work first)."""
+
+MAX_VICTIMS = 256
+"""Running jobs the step may evict."""
+
+
+def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: int,
+               num_workers: int) -> tuple[Plan, dict[str, Any]]:
+    """One step (see module docstring); returns the better plan and a log row."""
+    from optsched.solvers.cpsat import ENCODINGS, _decode, _hint, _objective, _weights, complete_hint, solver_parameters
+
+    row: dict[str, Any] = {"step": "evictions"}
+    if not plan.evictions:
+        row["result"] = "no evictions"
+        return plan, row
+    lost: dict[str, float] = {}
+    for ev in plan.evictions:
+        if ev.by is not None and ev.reason != "migrated":
+            lost[ev.by] = lost.get(ev.by, 0.0) + ev.lost_gpu_hours
+    ids = sorted(lost, key=lambda j: -lost[j])[:MAX_PREEMPTORS]
+    movable = sorted((p.jobs[p.job_index[j]] for j in ids if j in p.job_index), key=lambda j: j.index)
+    usable = np.zeros(p.n_nodes, dtype=bool)
+    for job in movable:
+        for g in job.groups:
+            usable |= eligibility.mask(p, job, g)
+    evicted = {ev.job for ev in plan.evictions}
+    mine = {ev.job for ev in plan.evictions if ev.by in set(ids)}
+    victims = [k for k in p.running if k.id in mine or (
+        k.id not in evicted and any(usable[pl.node] for pl in k.placements) and preemption.preemptors(p, k, movable))]
+    victims = sorted(victims, key=lambda k: (k.id not in mine, k.priority, k.id))[:MAX_VICTIMS]
+    victims = [k for k in victims if k.id in mine] + [k for k in victims if k.id not in mine]
+    view = PlanView(p, plan)
+    allowed = np.zeros(p.n_nodes, dtype=bool)
+    for k in victims:
+        allowed[[pl.node for pl in k.placements]] = True
+    for job in movable:
+        allowed[view.job_nodes(job.id)] = True
+    base = plan_ledger(p, view)  # the plan: kept running jobs and placements, uplinks included
+    for job in movable:
+        base.add_replicas(job, view.by_job.get(job.id, []), sign=-1.0)
+    base.add_running_many([k for k in victims if k.id not in evicted], sign=-1.0)
+    ids_set = {j.id for j in movable}
+    others = Ledger(p)  # the placements that stay: their quota rules bind the model (validator: touched)
+    others.add_many([(rep.job, rep.job.groups[rep.group], rep.node, rep.devices, rep.share)
+                     for rep in view.replicas if rep.job.id not in ids_set])
+    r = CpsatRound(p, base, movable, max_candidates=MAX_CANDIDATES, hint=plan, allowed=allowed, evictable=victims,
+                   touched_fixed=others.quota_used > EPS)
+    row.update({"preemptors": len(movable), "victims": len(victims), "nodes": int(allowed.sum())})
+    t0 = time.perf_counter()
+    try:
+        r.build_variables(deadline=t0 + 0.4 * (deadline - t0))
+        for name, encode in ENCODINGS:
+            if time.perf_counter() > deadline:
+                raise BuildTimeout(name)
+            encode(r)
+    except BuildTimeout:
+        row["result"] = "build timeout"
+        return plan, row
+    ordered = [n for n in goal.order if n in r.terms] if goal.weights is None else []
+    two_phases = goal.tolerance > EXACT and len(ordered) > 1
+    if two_phases:  # first term alone, then the rest with the first held within the tolerance
+        head = r.terms[ordered[0]]
+        r.model.maximize(head.expr if head.maximise else -head.expr)
+    else:
+        r.model.maximize(_objective(r, _weights(r, goal)[0]))
+    status, values = complete_hint(r, 0.25 * (deadline - time.perf_counter()), seed)
+    if values is None:
+        row["result"] = f"hint {status}"
+        return plan, row
+    _hint(r, values)
+
+    def run(seconds: float) -> tuple[cp_model.CpSolver, Any]:
+        s = cp_model.CpSolver()
+        solver_parameters(s, time_limit=seconds, seed=seed, num_workers=num_workers, deterministic=False,
+                          n_variables=len(r.model.proto.variables))
+        return s, s.solve(r.model)
+
+    solver, got = run((deadline - time.perf_counter()) / (2 if two_phases else 1))
+    if two_phases and got in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        # the first term may give up the tolerance of its best, never what the plan had
+        objective = r.model.proto.objective  # the hint's value of the phase-1 objective (+/- head)
+        raw = sum(c * values[v] for v, c in zip(objective.vars, objective.coeffs, strict=True)) + objective.offset
+        at_hint = round((objective.scaling_factor or 1.0) * raw) * (1 if head.maximise else -1)
+        best = solver.value(head.expr)
+        if head.maximise:
+            floor_ = math.ceil(best - goal.tolerance * abs(best))
+            r.model.add(head.expr >= max(floor_, at_hint))
+            plan_fits = floor_ <= at_hint
+        else:
+            ceiling = math.floor(best + goal.tolerance * abs(best))
+            r.model.add(head.expr <= min(ceiling, at_hint))
+            plan_fits = ceiling >= at_hint
+        # start from the plan when it keeps within the tolerance (it is what the rest must beat)
+        _hint(r, values if plan_fits else list(solver.response_proto.solution))
+        r.model.maximize(_objective(r, _weights(r, Objective(order=tuple(ordered[1:])))[0]))
+        second, got2 = run(deadline - time.perf_counter())
+        if got2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            solver, got = second, got2
+        row["phases"] = 2
+    row["cpsat"] = solver.status_name(got)
+    if got not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        row["result"] = "no solution"
+        return plan, row
+    merged = _decode(r, solver, plan.solver, rest=plan)
+    if merged is None:
+        row["result"] = "decode failed (a model bug)"
+        return plan, row
+    terms = evaluate_problem(p, merged).objective()
+    before = plan.objective or evaluate_problem(p, plan).objective()
+    if not goal.better(terms, before):
+        row["result"] = "no better"
+        return plan, row
+    violations = check_problem(p, merged)
+    if violations:
+        row["result"] = f"merged plan failed the check (a model bug): {violations[0]}"
+        return plan, row
+    row["result"] = (f"admitted_value {before['admitted_value']:.1f} -> {terms['admitted_value']:.1f}, "
+                     f"lost GPU-h {before['disruption']:.1f} -> {terms['disruption']:.1f}")
+    return merged.model_copy(update={"objective": terms}), row

@@ -71,6 +71,8 @@ class KueueEngine(GreedyEngine):
         self.preemptors: dict[str, preemption.Preemptor] = {}
         """Admitted jobs that evicted others, as the validator sees them."""
         self.evicted_jobs: list[JobSpec] = []
+        self.preempt_deadline = math.inf
+        """perf_counter time after which jobs are no longer given preemption attempts."""
 
     # ------------------------------------------------------------------ quota arithmetic
     def _need(self, job: JobSpec) -> FArray:
@@ -301,7 +303,8 @@ class KueueEngine(GreedyEngine):
             self._rollback(job, list(att.replicas))
             att = Attempt(failure="quota", detail="its tenant reclaimed this flavor within nominal quota this "
                                                   "round and may not also borrow it")
-        if att.failure not in ("capacity", "quota", "topology", "bandwidth"):
+        if att.failure not in ("capacity", "quota", "topology", "bandwidth") \
+                or time.perf_counter() > self.preempt_deadline:
             return att
         got = self._preempt(job, att.failure)
         if got is None:
@@ -320,10 +323,17 @@ class KueueEngine(GreedyEngine):
         return new
 
 
-def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0) -> Plan:
-    """Run the `kueue` baseline on a compiled problem and return its plan (evictions included)."""
+def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0,
+                preempt_within: float | None = None) -> Plan:
+    """Run the `kueue` baseline on a compiled problem and return its plan (evictions included).
+
+    `preempt_within` (seconds): after it, jobs that do not fit are deferred without trying
+    preemption (the queue order puts the jobs that preempt first; the CP-SAT round uses this to
+    get a Kueue plan within a short time limit).
+    """
     start = time.perf_counter()
     engine = KueueEngine(p)
+    engine.preempt_deadline = start + (math.inf if preempt_within is None else preempt_within)
     placed, deferred = engine.run(deadline=start + time_limit)
     wall = time.perf_counter() - start
     plan = to_plan(p, placed, deferred, SolverStats(name="kueue", status="heuristic", wall_s=wall, seed=seed))

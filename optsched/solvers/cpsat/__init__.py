@@ -63,6 +63,12 @@ def candidate_cap(p: Problem) -> int:
     return int(min(64, max(8, TARGET_COUNT_VARIABLES // max(groups, 1))))
 
 
+GREEDY_SECONDS_PER_JOB = 3.5e-4
+"""A greedy pass over the queue takes about this long per job (best-fit: 0.23-0.25 s for 1,000
+jobs on mixed-cloud-10k at 2x load, benchmarks/results/tenancy.md), rounded up. The Kueue plan goes
+first only when the time limit holds two such passes (it preempts during the first half of it)."""
+
+
 MAX_EVICTABLE = 512
 """Running jobs the model may evict (lowest priority, least work lost first); the others stay."""
 
@@ -244,6 +250,21 @@ def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -
     return plan.model_copy(update={"objective": terms, "solver": stats})
 
 
+def _kueue_candidate(p: Problem, start: float, time_limit: float, seed: int, *, preempt_until: float | None,
+                     until: float) -> Plan | None:
+    """The `kueue` plan, evaluated, if it completes by `until` (perf_counter seconds)."""
+    from optsched.solvers.kueue import solve_kueue
+
+    now = time.perf_counter()
+    if now >= until:
+        return None
+    plan = solve_kueue(p, time_limit=until - now, seed=seed,
+                       preempt_within=None if preempt_until is None else max(0.0, preempt_until - now))
+    if any(d.reason == "time_limit" for d in plan.deferred):
+        return None
+    return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
+
+
 def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
                 num_workers: int = 2, max_candidates: int | None = None, started: float | None = None,
                 hint: Plan | None = None, deterministic: bool = False, neighbourhoods: bool | None = None) -> Plan:
@@ -269,6 +290,18 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
         max_candidates = candidate_cap(p)
     model_s = SECONDS_PER_CANDIDATE * max_candidates * sum(len(j.groups) for j in p.jobs)
     whole_model = model_s <= 0.4 * time_limit if neighbourhoods is None else not neighbourhoods
+    extra: dict[str, Any] = {}
+    # running jobs some queued job may evict: the bound treats them as gone, the model decides
+    may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
+    relaxed = Ledger.with_running(p)
+    for victim in may_go:
+        relaxed.add_running(victim, sign=-1.0)
+    kueue: Plan | None = None
+    if hint is None and may_go and time_limit >= 2 * GREEDY_SECONDS_PER_JOB * len(p.jobs):
+        # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
+        # the Kueue plan first, preempting in the first half of the time only
+        kueue = _kueue_candidate(p, start, time_limit, seed, preempt_until=start + 0.5 * time_limit,
+                                 until=start + 0.85 * time_limit)
     if hint is None:
         from optsched.solve import solve_problem
 
@@ -278,25 +311,19 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
         hint = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit, seed=seed,
                              started=start, more_within=(0.5 if whole_model else 0.9) * time_limit)
     fallback = hint
-    if any(d.reason == "time_limit" for d in fallback.deferred):  # no time left for a model
+    cut = any(d.reason == "time_limit" for d in fallback.deferred)
+    if kueue is None and p.cluster.tenants and not cut \
+            and time.perf_counter() < start + (0.5 if whole_model else 0.9) * time_limit:
+        # a multi-tenant round: the Kueue plan (admission order, borrowing) is a candidate
+        kueue = _kueue_candidate(p, start, time_limit, seed, preempt_until=None,
+                                 until=start + (0.5 if whole_model else 0.9) * time_limit)
+    if kueue is not None:
+        terms = kueue.objective or {}
+        extra["kueue"] = {"admitted_value": terms["admitted_value"], "disruption": terms["disruption"]}
+        if cut or not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
+            fallback, cut = kueue, False  # Kueue's order wins ties
+    if cut:  # no time left for a model
         return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
-    extra: dict[str, Any] = {}
-    # running jobs some queued job may evict: the bound treats them as gone, the model decides
-    may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
-    relaxed = Ledger.with_running(p)
-    for victim in may_go:
-        relaxed.add_running(victim, sign=-1.0)
-    if p.cluster.tenants and time.perf_counter() < start + (0.5 if whole_model else 0.9) * time_limit:
-        # a multi-tenant round: the Kueue plan (admission order, borrowing, preemption) is a candidate
-        from optsched.solvers.kueue import solve_kueue
-
-        kueue = solve_kueue(p, time_limit=start + (0.5 if whole_model else 0.9) * time_limit - time.perf_counter(),
-                            seed=seed)
-        if not any(d.reason == "time_limit" for d in kueue.deferred):
-            terms = evaluate_problem(p, kueue).objective()
-            extra["kueue"] = {"admitted_value": terms["admitted_value"], "disruption": terms["disruption"]}
-            if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
-                fallback = kueue.model_copy(update={"objective": terms})  # Kueue's order wins ties
     lp_s = LP_SECONDS_PER_JOB * len(p.jobs)
     lp = value_bound(p, relaxed) if time.perf_counter() + lp_s < start + time_limit else None
     if lp is not None:

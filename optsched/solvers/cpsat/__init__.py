@@ -63,6 +63,13 @@ def candidate_cap(p: Problem) -> int:
     return int(min(64, max(8, TARGET_COUNT_VARIABLES // max(groups, 1))))
 
 
+FINISH_SECONDS_PER_JOB = 8e-4
+"""Time kept back per queued and running job after the solve: on mixed-cloud-10k at 4x load with
+473 running jobs, CP-SAT ran 0.9 s past its limit on a 57k-variable model and decoding, checking
+and evaluating took 0.8 s more: a 10 s round took 11.1 s (benchmarks/results/cpsat.md, before this
+reserve; 5.4e-4 s per job for the part after the solve, rounded up for the solver's overrun)."""
+
+
 GREEDY_SECONDS_PER_JOB = 3.5e-4
 """A greedy pass over the queue takes about this long per job (best-fit: 0.23-0.25 s for 1,000
 jobs on mixed-cloud-10k at 2x load, benchmarks/results/tenancy.md), rounded up. The Kueue plan goes
@@ -402,7 +409,9 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     extra["constraints"] = len(r.model.proto.constraints)
     extra["unmodelled_terms"] = unmodelled
     extra["build_s"] = time.perf_counter() - start
-    left = start + time_limit - time.perf_counter() - 0.05 * time_limit
+    # kept back for handing the model to CP-SAT and for decoding, checking and evaluating its plan
+    reserve = max(0.05 * time_limit, FINISH_SECONDS_PER_JOB * (len(p.jobs) + len(p.running)))
+    left = start + time_limit - time.perf_counter() - reserve
     if left <= 0:
         return finish(fallback, "fallback", reason="time limit spent before solving")
 
@@ -428,7 +437,7 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
         _hint(r, list(solver.response_proto.solution))
         weights = {n: w for n, w in _weights(r, Objective(order=tuple(ordered[1:])))[0].items()}
         r.model.maximize(_objective(r, weights))
-        second, status2 = run(start + time_limit - time.perf_counter() - 0.05 * time_limit)
+        second, status2 = run(start + time_limit - time.perf_counter() - reserve)
         if status2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             solver, status = second, (cp_model.FEASIBLE if status2 == cp_model.OPTIMAL else status2)
         extra["phases"] = 2

@@ -196,9 +196,3 @@ def _enforce(ct: Any, touched: Any) -> None:
     """Make a constraint conditional on a `touched` literal (1: unconditional)."""
     if not isinstance(touched, int):
         ct.only_enforce_if(touched)
-
-
-def _only(p: Problem, t: int, f: int) -> BArray:
-    mask = np.zeros((len(p.tenant_names), len(p.flavors)), dtype=bool)
-    mask[t, f] = True
-    return mask

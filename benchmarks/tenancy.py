@@ -49,10 +49,10 @@ def row(p: Problem, name: str, plan: Plan, wall: float, seed: int) -> list[objec
         raise SystemExit(f"{name} produced an invalid plan (seed {seed})")
     m = evaluate_problem(p, plan)
     reasons = {r: sum(1 for e in plan.evictions if e.reason == r) for r in ("preempted", "reclaimed")}
-    deferred = {r: sum(1 for d in plan.deferred if d.reason == r) for r in ("quota", "capacity")}
+    deferred = {r: sum(1 for d in plan.deferred if d.reason == r) for r in ("quota", "priority", "capacity")}
     return [seed, name, f"{wall:.2f}", f"{m.admitted_value:,.1f}", int(m.details["admitted_jobs"]),
             f"{reasons['preempted']} / {reasons['reclaimed']}", f"{m.disruption:,.1f}",
-            f"{m.fairness:.3f}", f"{deferred['quota']} / {deferred['capacity']}"]
+            f"{m.fairness:.3f}", f"{deferred['quota']} / {deferred['priority']} / {deferred['capacity']}"]
 
 
 def main() -> None:
@@ -71,7 +71,7 @@ def main() -> None:
           f"{', '.join(t.name for t in cluster.tenants)} in one cohort; {running} running jobs ({preemptible} "
           "preemptible); 1,000 queued `mixed` jobs at 2x the free GPUs. Evictions = preempted / reclaimed; lost "
           "GPU-h = the `disruption` term; fairness = sum |dominant share - weighted fair share| (0 is best); "
-          "deferred = for quota / for capacity. Every plan passed the validator.\n\n"
+          "deferred = for quota / for priority (equal or higher-priority work its policies protect) / for capacity. Every plan passed the validator.\n\n"
           + table(["seed", "solver", "wall s", "admitted value", "jobs", "evictions", "lost GPU-h", "fairness",
                    "deferred"], rows) + "\n")
 

@@ -165,6 +165,8 @@ def test_within_cluster_queue_lower_priority_spares_equal_priority(solver: str) 
     _, plan = solve(solver, _full_team_a("lower_priority", victim_priority=100, victim_submitted=50.0),
                     [job("a-new", "a", cpus=1, priority=100, submitted_at=0.0)])
     assert not plan.evictions
+    if solver == "kueue":  # the binding reason: equal-priority work the policy protects
+        assert [d.reason for d in plan.deferred] == ["priority"]
     _, plan = solve(solver, _full_team_a("lower_or_newer_equal_priority", victim_priority=100, victim_submitted=50.0),
                     [job("a-new", "a", cpus=1, priority=100, submitted_at=0.0)])
     assert list(evicted(plan).values()) == [("preempted", "a-new")]

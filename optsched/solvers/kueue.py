@@ -286,6 +286,37 @@ class KueueEngine(GreedyEngine):
                 deferred[job.id] = (att.failure, att.detail)
         return placed, deferred
 
+    def _blocked_by_priority(self, job: JobSpec, att: Attempt) -> Attempt:
+        """The deferral of a job that preemption could not help: `priority` when evicting the
+        preemptible running jobs of its priority or higher on nodes it may use (which its tenant's
+        policies protect), with the ones they allow, would make room; else the original reason."""
+        p = self.p
+        tenants = p.cluster.tenants
+        policy = tenants[job.tenant].preemption if job.tenant < len(tenants) else None
+        if policy is None:
+            return att
+        usable = np.zeros(p.n_nodes, dtype=bool)
+        for g in job.groups:
+            usable |= eligibility.mask(p, job, g)
+
+        def protected(v: JobSpec) -> bool:  # a candidate but for its priority
+            if v.tenant == job.tenant:
+                return policy.within_tenant != "never"
+            return (policy.reclaim_within_cohort == "lower_priority" and p.tenant_cohort[job.tenant] >= 0
+                    and p.tenant_cohort[v.tenant] == p.tenant_cohort[job.tenant]
+                    and bool(self._borrowing_now(v.tenant).any()))
+
+        holders = [v for v in self.running_left.values() if v.preemptible and v.priority >= job.priority
+                   and any(usable[pl.node] for pl in v.placements) and protected(v)]
+        allowed = [v for v, _ in self._candidates(job)]
+        if not holders or self._fits_without(job, holders + allowed, allow_borrow=True, keep=False) is None:
+            return att  # even they would not make room: the original reason binds
+        return Attempt(failure="priority", detail=(
+            f"{att.failure}: {len(holders)} preemptible running jobs of priority >= {job.priority} hold nodes "
+            f"it may use, and its tenant's policies do not evict them ({att.detail})" if att.detail else
+            f"{att.failure}: {len(holders)} preemptible running jobs of priority >= {job.priority} hold nodes "
+            "it may use, and its tenant's policies do not evict them"))
+
     def _quota_ok(self, job: JobSpec, att: Attempt, allow_borrow: bool) -> bool:
         """Extra quota rules of a placed attempt: within nominal when borrowing is not allowed,
         and no borrowing of a flavor the tenant reclaimed within nominal this round."""
@@ -308,7 +339,7 @@ class KueueEngine(GreedyEngine):
             return att
         got = self._preempt(job, att.failure)
         if got is None:
-            return att
+            return self._blocked_by_priority(job, att)
         new, chosen = got
         uses = self._uses(job, new.replicas)
         within = self._within_nominal(job, uses)

@@ -71,7 +71,8 @@ def main() -> None:
           f"{', '.join(t.name for t in cluster.tenants)} in one cohort; {running} running jobs ({preemptible} "
           "preemptible); 1,000 queued `mixed` jobs at 2x the free GPUs. Evictions = preempted / reclaimed; lost "
           "GPU-h = the `disruption` term; fairness = sum |dominant share - weighted fair share| (0 is best); "
-          "deferred = for quota / for priority (equal or higher-priority work its policies protect) / for capacity. Every plan passed the validator.\n\n"
+          "deferred = for quota / for priority (equal or higher-priority work its policies protect) / "
+          "for capacity. Every plan passed the validator.\n\n"
           + table(["seed", "solver", "wall s", "admitted value", "jobs", "evictions", "lost GPU-h", "fairness",
                    "deferred"], rows) + "\n")
 

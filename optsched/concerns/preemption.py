@@ -311,7 +311,7 @@ def preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None = None) -
 
 
 def _uses(r: CpsatRound, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]) -> Any:
-    """A literal that is true only if `job` is admitted with some replica using flavor `f`."""
+    """A literal that is true exactly when `job` is admitted with some replica using flavor `f`."""
     p = r.p
     if sure_flavors(p, job)[f]:
         return r.a[job.index]
@@ -324,6 +324,7 @@ def _uses(r: CpsatRound, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]
               or (res >= 0 and job.groups[k[1]].req[res] > 0)]
         r.model.add(lit <= r.a[job.index])
         r.model.add(r.sum(on) >= 1).only_enforce_if(lit)
+        r.model.add(r.sum(on) == 0).only_enforce_if(lit.Not())  # both ways: `within` reads it
     return lit
 
 

@@ -1,12 +1,14 @@
 """CP-SAT back end: the whole round as one OR-Tools CP-SAT model (docs/formulation.md).
 
-`solve_cpsat` runs the best greedy baseline first, then the same baseline in the order guided by
-the value bound (`optsched.solvers.guided`; the better plan is the fallback and a complete hint), builds
-the shared variables (`CpsatRound`), asks each concern to add its constraints and terms in the
-order of `ENCODINGS`, solves within what is left of the time limit, decodes node counts back to
-replicas and device indices, and checks the plan with the validator. If CP-SAT finds nothing
-better, or its plan fails the check (a bug, reported in `solver.extra`), the greedy plan is
-returned with status `fallback`.
+`solve_cpsat` first gets a plan without a model: the best greedy baselines, the `kueue` plan on a
+cluster with tenants (first, when running jobs may be evicted), and the best baseline rerun in the
+order guided by the value bound (`optsched.solvers.guided`); the best of them is the fallback and
+a complete hint. It then builds the shared variables (`CpsatRound`), asks each concern to add its
+constraints and terms in the order of `ENCODINGS`, solves within what is left of the time limit,
+decodes node counts back to replicas, device indices and evictions, and checks the plan with the
+validator. Rounds too large for one model go to the eviction and placement neighbourhoods
+(`evictions`, `neighbourhood`). If CP-SAT finds nothing better, or its plan fails the check (a
+bug, reported in `solver.extra`), the fallback plan is returned with status `fallback`.
 """
 
 from __future__ import annotations
@@ -259,7 +261,9 @@ def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -
 
 def _kueue_candidate(p: Problem, start: float, time_limit: float, seed: int, *, preempt_until: float | None,
                      until: float) -> Plan | None:
-    """The `kueue` plan, evaluated, if it completes by `until` (perf_counter seconds)."""
+    """The `kueue` plan by `until` (perf_counter seconds), evaluated; it may be cut by the clock
+    (jobs deferred for `time_limit`: it is still valid, and its queue order put the most important
+    jobs first, so it competes with the other candidates as it is)."""
     from optsched.solvers.kueue import solve_kueue
 
     now = time.perf_counter()
@@ -267,8 +271,6 @@ def _kueue_candidate(p: Problem, start: float, time_limit: float, seed: int, *, 
         return None
     plan = solve_kueue(p, time_limit=until - now, seed=seed,
                        preempt_within=None if preempt_until is None else max(0.0, preempt_until - now))
-    if any(d.reason == "time_limit" for d in plan.deferred):
-        return None
     return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
 
 
@@ -326,9 +328,11 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
                                  until=start + (0.5 if whole_model else 0.9) * time_limit)
     if kueue is not None:
         terms = kueue.objective or {}
-        extra["kueue"] = {"admitted_value": terms["admitted_value"], "disruption": terms["disruption"]}
-        if cut or not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
-            fallback, cut = kueue, False  # Kueue's order wins ties
+        kueue_cut = any(d.reason == "time_limit" for d in kueue.deferred)
+        extra["kueue"] = {"admitted_value": terms["admitted_value"], "disruption": terms["disruption"],
+                          "cut": kueue_cut}
+        if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
+            fallback, cut = kueue, kueue_cut  # Kueue's order wins ties
     if cut:  # no time left for a model
         return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
     lp_s = LP_SECONDS_PER_JOB * len(p.jobs)

@@ -429,7 +429,7 @@ class GreedyEngine:
             if time.perf_counter() > deadline:
                 deferred[job.id] = ("time_limit", "the round's time limit ran out before this job")
                 continue
-            att = self.place_job(job)
+            att = self.admit(job)
             if att.failure is None:
                 placed[job.id] = att.replicas
                 self._account_tenant(job, att.replicas)
@@ -440,6 +440,10 @@ class GreedyEngine:
             else:
                 deferred[job.id] = (att.failure, att.detail)
         return placed, deferred
+
+    def admit(self, job: JobSpec) -> Attempt:
+        """Admit one job of the round: place it (the `kueue` baseline also preempts)."""
+        return self.place_job(job)
 
     def _iter_jobs(self) -> Iterator[JobSpec]:
         """Jobs in the strategy's order; Volcano's DRF order is recomputed as jobs are admitted."""

@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
 from optsched.concerns import eligibility, preemption
-from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
+from optsched.ledger import EPS, PlacedReplica, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, to_plan
@@ -253,14 +254,11 @@ class KueueEngine(GreedyEngine):
         return not preemption.evictions_problems(self.p, evs)
 
     # ------------------------------------------------------------------ the round
-    def run(self, deadline: float = math.inf) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
-        """Admit the queue in Kueue's order, preempting where the policies allow."""
-        p = self.p
-        placed: dict[str, list[PlacedReplica]] = {}
-        deferred: dict[str, tuple[str, str]] = {}
-        self.deadline = deadline
+    def _iter_jobs(self) -> Iterator[JobSpec]:
+        """Kueue's order: each tenant's queue by priority then age; among the heads, one that fits
+        without borrowing first, then priority, then age (re-evaluated as jobs are admitted)."""
         queues: dict[int, list[JobSpec]] = {}
-        for j in sorted(p.jobs, key=lambda j: (-j.priority, j.submitted_at, j.index)):
+        for j in sorted(self.p.jobs, key=lambda j: (-j.priority, j.submitted_at, j.index)):
             queues.setdefault(j.tenant, []).append(j)
         heads = {t: 0 for t in queues}
 
@@ -270,21 +268,10 @@ class KueueEngine(GreedyEngine):
 
         while heads:
             t = min(heads, key=order)
-            job = queues[t][heads[t]]
+            yield queues[t][heads[t]]
             heads[t] += 1
             if heads[t] == len(queues[t]):
                 del heads[t]
-            if time.perf_counter() > deadline:
-                deferred[job.id] = ("time_limit", "the round's time limit ran out before this job")
-                continue
-            att = self._admit(job)
-            if att.failure is None:
-                placed[job.id] = att.replicas
-                nodes = np.array([r.node for r in att.replicas], dtype=np.int64)
-                self.ledger.add_uplink(crossed_domains(p, nodes), job.bandwidth)
-            else:
-                deferred[job.id] = (att.failure, att.detail)
-        return placed, deferred
 
     def _blocked_by_priority(self, job: JobSpec, att: Attempt) -> Attempt:
         """The deferral of a job that preemption could not help: `priority` when evicting the
@@ -325,7 +312,7 @@ class KueueEngine(GreedyEngine):
         guard = self.no_borrow[job.tenant]
         return not (guard.any() and np.any(guard & self._borrowing_now(job.tenant)))
 
-    def _admit(self, job: JobSpec) -> Attempt:
+    def admit(self, job: JobSpec) -> Attempt:
         """Place the job, preempting if it does not fit; returns the attempt."""
         att = self.place_job(job)
         if att.failure is None and self._quota_ok(job, att, allow_borrow=True):

@@ -110,6 +110,16 @@ def solver_parameters(solver: cp_model.CpSolver, *, time_limit: float, seed: int
     solver.parameters.log_search_progress = bool(os.environ.get("OPTSCHED_CPSAT_LOG"))
 
 
+def encode_all(r: CpsatRound, deadline: float, variables_by: float) -> None:
+    """Build the variables (by `variables_by`) and every encoding of `ENCODINGS`; BuildTimeout
+    past `deadline` (perf_counter seconds). The neighbourhood steps build their models this way."""
+    r.build_variables(deadline=variables_by)
+    for name, encode in ENCODINGS:
+        if time.perf_counter() > deadline:
+            raise BuildTimeout(name)
+        encode(r)
+
+
 def _weights(r: CpsatRound, goal: Objective) -> tuple[dict[str, int], list[str]]:
     """Integer weights per modelled term; lexicographic orders become big-M weights."""
     modelled = [t for t in (goal.order if goal.weights is None else goal.weights) if t in r.terms]

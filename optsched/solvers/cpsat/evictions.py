@@ -40,7 +40,15 @@ MAX_VICTIMS = 256
 def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: int,
                num_workers: int) -> tuple[Plan, dict[str, Any]]:
     """One step (see module docstring); returns the better plan and a log row."""
-    from optsched.solvers.cpsat import ENCODINGS, _decode, _hint, _objective, _weights, complete_hint, solver_parameters
+    from optsched.solvers.cpsat import (
+        _decode,
+        _hint,
+        _objective,
+        _weights,
+        complete_hint,
+        encode_all,
+        solver_parameters,
+    )
 
     row: dict[str, Any] = {"step": "evictions"}
     if not plan.evictions:
@@ -81,11 +89,7 @@ def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed
     row.update({"preemptors": len(movable), "victims": len(victims), "nodes": int(allowed.sum())})
     t0 = time.perf_counter()
     try:
-        r.build_variables(deadline=t0 + 0.4 * (deadline - t0))
-        for name, encode in ENCODINGS:
-            if time.perf_counter() > deadline:
-                raise BuildTimeout(name)
-            encode(r)
+        encode_all(r, deadline, variables_by=t0 + 0.4 * (deadline - t0))
     except BuildTimeout:
         row["result"] = "build timeout"
         return plan, row

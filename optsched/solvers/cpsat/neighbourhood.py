@@ -127,12 +127,12 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
     (`seconds_per_group` is the measured build cost of one group's candidates).
     """
     from optsched.solvers.cpsat import (
-        ENCODINGS,
         _decode,
         _hint,
         _objective,
         _weights,
         complete_hint,
+        encode_all,
         solver_parameters,
     )
 
@@ -190,11 +190,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         log.rows.append(row)
         left = deadline - time.perf_counter()
         try:
-            r.build_variables(deadline=time.perf_counter() + 0.5 * left)
-            for name, encode in ENCODINGS:
-                if time.perf_counter() > deadline:
-                    raise BuildTimeout(name)
-                encode(r)
+            encode_all(r, deadline, variables_by=time.perf_counter() + 0.5 * left)
         except BuildTimeout:
             row["result"] = "build timeout"
             break

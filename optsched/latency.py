@@ -1,8 +1,9 @@
 """Keep Python's cyclic garbage collector out of a round's time limit.
 
-A full (generation 2) collection walks every live object: with a compiled 10,000-GPU round in
-memory it takes 85-90 ms, and one landing inside a 0.2 s round made it overrun by half
-(0.30 s wall, measured on mixed-cloud-10k with 1,000 jobs). Rounds create little cyclic garbage
+A full (generation 2) collection walks every live object, and with a compiled 10,000-GPU round in
+memory one landing inside a 0.2 s round made it overrun by half (0.30 s wall on mixed-cloud-10k
+with 1,000 jobs: benchmarks/results/cpsat.md as of commit 43c5d9c; a profile put the collections
+inside those rounds). Rounds create little cyclic garbage
 (their objects are freed by reference counting), so the collector is paused for the duration of
 a solve and resumed, in the state it was found, when the solve returns; a collection the round
 postponed then runs outside its clock.
@@ -19,8 +20,7 @@ class gc_paused:
 
     A class rather than a `contextlib.contextmanager` generator on purpose: the generator's exit
     allocates a StopIteration right after the collector is re-enabled, and with the allocations
-    counted while it was paused that triggers the full collection inside the block's clock
-    (measured: 0.33 s for a 0.2 s round).
+    counted while it was paused that triggers the full collection inside the block's clock.
     """
 
     def __enter__(self) -> None:

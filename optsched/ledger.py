@@ -198,7 +198,7 @@ class Ledger:
     def add_running_many(self, jobs: Sequence[JobSpec], sign: float = 1.0) -> None:
         """`add_running` for many jobs at once: one vectorised update, device summaries refreshed
         once per touched node (the `kueue` baseline releases and restores preemption candidates
-        by the hundred; one at a time that was 9 of its 15 s on mixed-cloud-10k)."""
+        by the hundred; one at a time, that was most of its time in a profile)."""
         if not jobs:
             return
         parts = [_running_delta(self.problem, j) for j in jobs]

@@ -37,8 +37,8 @@ NEIGHBOURHOOD_NODES = 96
 
 FIRST_STEP_SECONDS = 0.25
 """A first step starts only with this much time left (later ones: as long as the longest step so
-far). A first step on mixed-cloud-10k with 1,000 jobs took 0.25 s to build and complete its hint
-(view, ledger, model); started with 0.05 s left, it overran a 1 s round by 0.14 s."""
+far). In a profile, a first step on mixed-cloud-10k with 1,000 jobs took 0.25 s to build and
+complete its hint (view, ledger, model), and one started with 0.05 s left overran a 1 s round."""
 
 
 @dataclass

@@ -53,11 +53,73 @@ def running_usage_before(p: Problem) -> np.ndarray:
 
 
 def held_flavors(p: Problem, job: JobSpec) -> FArray:
-    """Quota usage (per flavor) of a running job where it sits."""
+    """Quota usage (per flavor) of a running job where it sits (a row of `running_table`)."""
+    if job.running and job.index < len(p.running) and p.running[job.index] is job:
+        row: FArray = running_table(p).held[job.index]
+        return row
+    return _held(p, job)
+
+
+def _held(p: Problem, job: JobSpec) -> FArray:
     held = np.zeros(len(p.flavors))
     for pl in job.placements:
         held += flavor_use(p, job.groups[pl.group], pl.node)
     return held
+
+
+@dataclass(frozen=True)
+class RunningTable:
+    """Per running job, what preemption reads (arrays aligned with `p.running`; read-only)."""
+
+    tenant: np.ndarray
+    priority: np.ndarray
+    submitted: np.ndarray
+    started: np.ndarray
+    preemptible: np.ndarray
+    id_rank: np.ndarray
+    """Rank of the job id in sorted order (the last tie-break of victim orders)."""
+    held: np.ndarray
+    """(running, flavors): quota usage where the job sits."""
+    lost: np.ndarray
+    """GPU-hours an eviction loses (`lost_gpu_hours`)."""
+    gpus: np.ndarray
+    """GPUs the job holds."""
+    on_node: Any
+    """scipy.sparse CSR (running, nodes): 1 where the job has a replica."""
+
+
+def running_table(p: Problem) -> RunningTable:
+    """The `RunningTable` of the round (built once, cached on the problem)."""
+    cached = p._cache.get(("running_table",))
+    if cached is not None:
+        table: RunningTable = cached
+        return table
+    from scipy import sparse
+
+    run = p.running
+    n_f = len(p.flavors)
+    held = np.array([_held(p, j) for j in run], dtype=float).reshape(len(run), n_f)
+    rows = [k for k, j in enumerate(run) for _ in j.placements]
+    cols = [pl.node for j in run for pl in j.placements]
+    on_node = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(run), p.n_nodes))
+    on_node.data[:] = 1.0  # duplicates (several replicas on one node) summed: back to 0/1
+    order = sorted(range(len(run)), key=lambda k: run[k].id)
+    id_rank = np.empty(len(run), dtype=np.int64)
+    id_rank[order] = np.arange(len(run))
+    table = RunningTable(
+        tenant=np.array([j.tenant for j in run], dtype=np.int64),
+        priority=np.array([j.priority for j in run], dtype=np.int64),
+        submitted=np.array([j.submitted_at for j in run], dtype=float),
+        started=np.array([j.started_at for j in run], dtype=float),
+        preemptible=np.array([j.preemptible for j in run], dtype=bool),
+        id_rank=id_rank, held=held,
+        lost=np.array([lost_gpu_hours(p, j) for j in run], dtype=float),
+        gpus=np.array([p.gpus_of(j.placements) for j in run], dtype=float), on_node=on_node)
+    for a in (table.tenant, table.priority, table.submitted, table.started, table.preemptible, id_rank, held,
+              table.lost, table.gpus):
+        a.setflags(write=False)
+    p._cache[("running_table",)] = table
+    return table
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ class KueueEngine(GreedyEngine):
         self.evictions: dict[str, Eviction] = {}
         self.running_left: dict[str, JobSpec] = {j.id: j for j in p.running}
         """Running jobs not evicted so far."""
+        self.alive = np.ones(len(p.running), dtype=bool)
+        """The same as a mask over `p.running`."""
         self.no_borrow = np.zeros((len(p.tenant_names), len(p.flavors)), dtype=bool)
         """Tenant/flavor pairs that reclaimed within nominal: they may not borrow later."""
         self.preemptors: dict[str, preemption.Preemptor] = {}
@@ -129,49 +131,46 @@ class KueueEngine(GreedyEngine):
         self.changed.extend(pl.node for v in victims for pl in v.placements)
 
     def _candidates(self, job: JobSpec, for_nodes: bool = False) -> list[tuple[JobSpec, str]]:
-        """Running jobs this job may evict under its tenant's policies, in Kueue's order, with the
-        eviction reason (`preempted` in the tenant, `reclaimed` across the cohort). With
-        `for_nodes` (the job lacks node capacity, not quota), only jobs on nodes it may use."""
+        """Running jobs this job may evict under its tenant's policies, in the engine's victim
+        order, with the eviction reason (`preempted` in the tenant, `reclaimed` across the
+        cohort). With `for_nodes` (the job lacks node capacity, not quota), only jobs on nodes it
+        may use. Vectorised over the running jobs (`preemption.running_table`)."""
         p = self.p
         tenants = p.cluster.tenants
         policy = tenants[job.tenant].preemption if job.tenant < len(tenants) else None
-        if policy is None:
+        if policy is None or not p.running:
             return []
-        need = self._need(job) > 0
-        usable = np.ones(p.n_nodes, dtype=bool)
+        rt = preemption.running_table(p)
+        ok = self.alive & rt.preemptible
         if for_nodes:  # a victim elsewhere frees nothing the job can use
-            usable[:] = False
+            usable = np.zeros(p.n_nodes, dtype=bool)
             for g in job.groups:
                 usable |= eligibility.mask(p, job, g)
+            ok &= (rt.on_node @ usable.astype(float)) > 0
+        same_t = rt.tenant == job.tenant
+        lower = rt.priority < job.priority
+        newer_equal = (rt.priority == job.priority) & (rt.submitted > job.submitted_at)
+        within = {"never": np.zeros_like(lower), "lower_priority": lower,
+                  "lower_or_newer_equal_priority": lower | newer_equal}[policy.within_tenant]
+        same = ok & same_t & within
         cohort = int(p.tenant_cohort[job.tenant])
-        bwc = policy.borrow_within_cohort
-        out: list[tuple[JobSpec, str]] = []
-        borrowing: dict[int, BArray] = {}
-        for victim in self.running_left.values():
-            if not victim.preemptible or not any(usable[pl.node] for pl in victim.placements):
-                continue
-            if victim.tenant == job.tenant:
-                lower = victim.priority < job.priority
-                newer_equal = victim.priority == job.priority and victim.submitted_at > job.submitted_at
-                if (policy.within_tenant == "lower_priority" and lower) or (
-                        policy.within_tenant == "lower_or_newer_equal_priority" and (lower or newer_equal)):
-                    out.append((victim, "preempted"))
-                continue
-            if cohort < 0 or p.tenant_cohort[victim.tenant] != cohort or policy.reclaim_within_cohort == "never":
-                continue
-            if victim.tenant not in borrowing:
-                borrowing[victim.tenant] = self._borrowing_now(victim.tenant)
-            held = preemption.held_flavors(p, victim) > 0
-            if not np.any(borrowing[victim.tenant] & held & need):
-                continue
-            lower = victim.priority < job.priority
-            by_reclaim = policy.reclaim_within_cohort == "any" or lower
-            by_bwc = bwc is not None and bwc.policy == "lower_priority" and lower and (
-                bwc.max_priority_threshold is None or victim.priority <= bwc.max_priority_threshold)
-            if by_reclaim or by_bwc:
-                out.append((victim, "reclaimed"))
-        out.sort(key=lambda vr: (vr[0].tenant == job.tenant, vr[0].priority, -vr[0].started_at, vr[0].id))
-        return out[:MAX_CANDIDATES]
+        other = np.zeros_like(same)
+        if cohort >= 0 and policy.reclaim_within_cohort != "never" and len(p.flavors):
+            nominal = p.nominal
+            borrowing = self.ledger.quota_used > nominal + EPS * np.maximum(1.0, nominal)  # (tenants, flavors)
+            need = self._need(job) > 0
+            takes = ((rt.held > 0) & borrowing[rt.tenant] & need).any(axis=1)
+            bwc = policy.borrow_within_cohort
+            by_reclaim = lower | (policy.reclaim_within_cohort == "any")
+            by_bwc = np.zeros_like(lower)
+            if bwc is not None and bwc.policy == "lower_priority":
+                threshold = math.inf if bwc.max_priority_threshold is None else bwc.max_priority_threshold
+                by_bwc = lower & (rt.priority <= threshold)
+            other = ok & ~same_t & (p.tenant_cohort[rt.tenant] == cohort) & takes & (by_reclaim | by_bwc)
+        picked = np.flatnonzero(same | other)
+        # Kueue's order: other tenants' first, lowest priority, most recently started
+        order = np.lexsort((rt.id_rank[picked], -rt.started[picked], rt.priority[picked], same_t[picked]))
+        return [(p.running[k], "preempted" if same_t[k] else "reclaimed") for k in picked[order][:MAX_CANDIDATES]]
 
     # ------------------------------------------------------------------ preemption
     def _fits_without(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool, keep: bool) -> Attempt | None:
@@ -333,6 +332,7 @@ class KueueEngine(GreedyEngine):
         self.preemptors[job.id] = preemption.Preemptor(job, uses, within)
         for v, reason in chosen:
             del self.running_left[v.id]
+            self.alive[v.index] = False
             self.evicted_jobs.append(v)
             self.evictions[v.id] = Eviction(job=v.id, reason=reason, by=job.id,
                                             lost_gpu_hours=preemption.lost_gpu_hours(self.p, v))

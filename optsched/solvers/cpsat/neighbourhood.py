@@ -169,7 +169,11 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         chosen = neighbourhood(p, view, full, want, step - 1)
         if not chosen.any():
             break
-        inside = [job_id for job_id, reps in view.by_job.items() if all(chosen[r.node] for r in reps)]
+        # preemptors stay where they are: their evictions' legality reads their placements
+        # (the eviction steps, `evictions.reconsider`, move them)
+        preemptors = {ev.by for ev in best.evictions}
+        inside = [job_id for job_id, reps in view.by_job.items()
+                  if job_id not in preemptors and all(chosen[r.node] for r in reps)]
         groups_per_model = max(8, int(0.4 * (deadline - time.perf_counter()) / seconds_per_group))
         budget = groups_per_model - sum(len(p.jobs[p.job_index[j]].groups) for j in inside)
         movable = [p.jobs[p.job_index[j]] for j in inside]

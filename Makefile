@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bound.py
 	$(BIN)/python benchmarks/guided.py
 	$(BIN)/python benchmarks/huge.py
+	$(BIN)/python benchmarks/tenancy.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -6,9 +6,10 @@ with Kueue preemption policies) and 473 running jobs, 294 of them preemptible; e
 generated `mixed` queue at 2x the free GPUs (seeds 0-2), solved by `kueue` (Kueue admission,
 borrowing and classic preemption), `volcano` (priority + DRF order, no preemption), `best-fit`
 and `cpsat` (1 s and 10 s with the default objective: admitted value, then lost work; and 10 s
-with `LEAST_LOST`). Every plan is checked. Lost GPU-hours = the `disruption` term:
-(checkpoint age + restart) x GPUs of every evicted job; fairness = sum over tenants of
-|dominant share - weighted fair share| after the plan (0 = split by weight).
+and 30 s with `LEAST_LOST`). "x kueue" columns: the ratio to the Kueue plan of the same seed.
+Every plan is checked. Lost GPU-hours = the `disruption` term: (checkpoint age + restart) x GPUs
+of every evicted job; fairness = sum over tenants of |dominant share - weighted fair share| after
+the plan (0 = split by weight).
 """
 
 from __future__ import annotations
@@ -41,17 +42,21 @@ SOLVERS = {
     "cpsat 1 s": lambda p, seed: solve_cpsat(p, time_limit=1.0, seed=seed),
     "cpsat 10 s": lambda p, seed: solve_cpsat(p, time_limit=10.0, seed=seed),
     "cpsat 10 s, least lost": lambda p, seed: solve_cpsat(p, time_limit=10.0, seed=seed, objective=LEAST_LOST),
+    "cpsat 30 s, least lost": lambda p, seed: solve_cpsat(p, time_limit=30.0, seed=seed, objective=LEAST_LOST),
 }
 
 
-def row(p: Problem, name: str, plan: Plan, wall: float, seed: int) -> list[object]:
+def row(p: Problem, name: str, plan: Plan, wall: float, seed: int, kueue: tuple[float, float] | None) -> list[object]:
+    """One table row; `kueue` = (admitted value, lost GPU-h) of the Kueue plan, for the ratios."""
     if check_problem(p, plan):
         raise SystemExit(f"{name} produced an invalid plan (seed {seed})")
     m = evaluate_problem(p, plan)
     reasons = {r: sum(1 for e in plan.evictions if e.reason == r) for r in ("preempted", "reclaimed")}
     deferred = {r: sum(1 for d in plan.deferred if d.reason == r) for r in ("quota", "priority", "capacity")}
-    return [seed, name, f"{wall:.2f}", f"{m.admitted_value:,.1f}", int(m.details["admitted_jobs"]),
-            f"{reasons['preempted']} / {reasons['reclaimed']}", f"{m.disruption:,.1f}",
+    value_ratio = "" if kueue is None else f"{m.admitted_value / kueue[0]:.4f}"
+    lost_ratio = "" if kueue is None or not kueue[1] else f"{m.disruption / kueue[1]:.3f}"
+    return [seed, name, f"{wall:.2f}", f"{m.admitted_value:,.1f}", value_ratio, int(m.details["admitted_jobs"]),
+            f"{reasons['preempted']} / {reasons['reclaimed']}", f"{m.disruption:,.1f}", lost_ratio,
             f"{m.fairness:.3f}", f"{deferred['quota']} / {deferred['priority']} / {deferred['capacity']}"]
 
 
@@ -60,10 +65,14 @@ def main() -> None:
     rows = []
     for seed in range(3):
         p = compile_problem(cluster, generate_queue(cluster, "mixed", jobs=1000, load=2.0, seed=seed))
+        kueue: tuple[float, float] | None = None
         for name, solve in SOLVERS.items():
             start = time.perf_counter()
             plan = solve(p, seed)
-            rows.append(row(p, name, plan, time.perf_counter() - start, seed))
+            rows.append(row(p, name, plan, time.perf_counter() - start, seed, kueue))
+            if name == "kueue":
+                m = evaluate_problem(p, plan)
+                kueue = (m.admitted_value, m.disruption)
             print(rows[-1], flush=True)
     running = len(cluster.running)
     preemptible = sum(r.job.preemptible for r in cluster.running)
@@ -73,8 +82,8 @@ def main() -> None:
           "GPU-h = the `disruption` term; fairness = sum |dominant share - weighted fair share| (0 is best); "
           "deferred = for quota / for priority (equal or higher-priority work its policies protect) / "
           "for capacity. Every plan passed the validator.\n\n"
-          + table(["seed", "solver", "wall s", "admitted value", "jobs", "evictions", "lost GPU-h", "fairness",
-                   "deferred"], rows) + "\n")
+          + table(["seed", "solver", "wall s", "admitted value", "x kueue", "jobs", "evictions", "lost GPU-h",
+                   "x kueue", "fairness", "deferred"], rows) + "\n")
 
 
 if __name__ == "__main__":

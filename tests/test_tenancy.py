@@ -127,6 +127,26 @@ def test_lending_limit_example(solver: str) -> None:
     assert admitted(plan) == {"a": 21}
 
 
+def test_fair_sharing_admits_the_tenant_with_the_lower_share_first(solver: str) -> None:
+    """Fair sharing (Kueue's fair_sharing.md: "Kueue admits jobs with a lower share value first";
+    share value = borrowed share of the cohort's lendable quota / weight). Teams a and b (2 CPUs
+    nominal each) borrow from team c (12 CPUs, idle); a already runs 6 CPUs (borrows 4), b runs
+    2. Their 1-CPU jobs have equal priority and a's are older, so FIFO would give a six of the 8
+    CPUs left; fair sharing admits b until both borrow the same, then alternates: a gets 2, b 6.
+    With weight 3 for a (b: 1), a's share counts a third: a gets 5 and b 3 (a borrows 9 CPUs, b 3:
+    share values 9/12/3 = 3/12/1 = 0.25)."""
+    run = [running(job(f"ra-{i}", "a"), "n0") for i in range(6)]
+    run += [running(job(f"rb-{i}", "b"), "n1") for i in range(2)]
+    jobs = [job(f"a-{i}", "a", submitted_at=i) for i in range(8)] + [job(f"b-{i}", "b", submitted_at=10 + i)
+                                                                       for i in range(8)]
+    c = cluster([tenant("a", 2), tenant("b", 2), tenant("c", 12)], run)
+    _, plan = solve(solver, c, jobs)
+    assert admitted(plan) == {"a": 2, "b": 6}
+    heavy = cluster([{**tenant("a", 2), "weight": 3.0}, tenant("b", 2), tenant("c", 12)], run)
+    _, plan = solve(solver, heavy, jobs)
+    assert admitted(plan) == {"a": 5, "b": 3}
+
+
 def test_node_capacity_binds_as_well_as_quota(solver: str) -> None:
     """Quota allows 21 CPUs, the nodes hold 16: the rest is deferred for capacity, not quota."""
     c = cluster([tenant("a", 9), tenant("b", 12)], nodes=1)

@@ -8,9 +8,12 @@ and preemption.md of kubernetes-sigs/kueue):
 - **Queues.** Each tenant (a ClusterQueue) orders its jobs by priority, then submit time
   (`BestEffortFIFO`: a head that cannot be admitted does not block the ones behind it).
 - **Admission order across tenants.** Each step takes the head of every tenant and admits first
-  a head that fits without borrowing, then the higher priority, then the older one (Kueue's
-  scheduler entry ordering; the documented effect: "Kueue will admit Workloads in team-b-cq
-  before admitting any new Workloads in team-a-cq" once team-a uses its nominal quota).
+  a head that fits without borrowing, then (fair sharing, among heads that borrow) the tenant
+  with the lower share value: the largest share of the cohort's lendable quota it would borrow,
+  over its weight; then the higher priority, then the older one (Kueue's scheduler entry
+  ordering; the documented effect: "Kueue will admit Workloads in team-b-cq before admitting any
+  new Workloads in team-a-cq" once team-a uses its nominal quota; fair sharing: "Kueue admits
+  jobs with a lower share value first").
 - **Fit.** A job fits when its quota fits (nominal; beyond it, borrowing within the cohort's
   lendable quota and the tenant's `borrowing_limit`: `optsched.concerns.quota`) and its replicas
   fit on nodes. Nodes are chosen by kube-scheduler's NodeResourcesFit MostAllocated score (the
@@ -105,6 +108,21 @@ class KueueEngine(GreedyEngine):
             return False
         used = self.ledger.quota_used[job.tenant] + self._need(job)
         return bool(np.any(used > p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant])))
+
+    def _share_with(self, job: JobSpec) -> float:
+        """Kueue's fair-sharing share value of the job's tenant with the job admitted: the largest
+        share, over flavors, of the cohort's lendable quota that the tenant borrows, divided by
+        its weight (positive). Among borrowing heads, the lowest goes first."""
+        p = self.p
+        t = job.tenant
+        cohort = int(p.tenant_cohort[t])
+        if cohort < 0 or not len(p.flavors):
+            return 0.0
+        members = p.tenant_cohort == cohort
+        lendable = np.minimum(p.nominal[members], p.lend_limit[members]).sum(axis=0)
+        borrowed = np.maximum(0.0, self.ledger.quota_used[t] + self._need(job) - p.nominal[t])
+        ratio = np.where(lendable > EPS, borrowed / np.maximum(lendable, EPS), np.where(borrowed > EPS, np.inf, 0.0))
+        return float(ratio.max()) / float(p.tenant_weight[t])
 
     def _uses(self, job: JobSpec, replicas: list[PlacedReplica]) -> FArray:
         uses = np.zeros(len(self.p.flavors))
@@ -261,9 +279,10 @@ class KueueEngine(GreedyEngine):
             queues.setdefault(j.tenant, []).append(j)
         heads = {t: 0 for t in queues}
 
-        def order(t: int) -> tuple[bool, int, float, int]:
+        def order(t: int) -> tuple[bool, float, int, float, int]:
             head = queues[t][heads[t]]
-            return self._borrows_with(head), -head.priority, head.submitted_at, head.index
+            borrows = self._borrows_with(head)
+            return borrows, self._share_with(head) if borrows else 0.0, -head.priority, head.submitted_at, head.index
 
         while heads:
             t = min(heads, key=order)

@@ -54,6 +54,10 @@ class Objective:
             return cls(weights=dict(spec), order=())
         return cls(order=tuple(names))
 
+    def terms(self) -> frozenset[str]:
+        """The terms this objective names."""
+        return frozenset(self.order if self.weights is None else self.weights)
+
     def key(self, terms: Mapping[str, float]) -> tuple[float, ...]:
         """A sort key: smaller is better."""
         def signed(name: str) -> float:

@@ -434,3 +434,42 @@ def test_least_lost_keeps_kueues_value_within_its_tolerance(data: tuple[Cluster,
     kueue = evaluate_problem(p, solve_kueue(p)).objective()
     assert plan.objective["admitted_value"] >= 0.98 * kueue["admitted_value"] - 1e-6
     assert not Objective.parse(LEAST_LOST).better(kueue, plan.objective)
+
+
+# ---------------------------------------------------------------------------- fair share (DRF) term
+def test_fairness_term_splits_a_node_by_weight() -> None:
+    """Weighted DRF as an objective term: tenants a and b (weights 1 and 3) queue eight 1-GPU jobs
+    each for one 8-GPU node. Value first admits 8 jobs in any split; fairness first, then value,
+    gives a 2 and b 6 (dominant shares 2/8 and 6/8 = weights 1:3, deviation 0)."""
+    def one_gpu(id_: str, team: str) -> dict[str, Any]:
+        return {"id": id_, "tenant": team, "groups": [{"name": "w", "replicas": {"min": 1, "max": 1},
+                                                       "request": {"cpu": CPU, "gpu": 1}}]}
+
+    c = Cluster.model_validate({
+        "topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
+        "device_models": {"H100": {"memory_gib": 80}},
+        "pools": [{"name": "res", "pricing": "reserved"}],
+        "nodes": [{"id": "n0", "domain": "z0", "pool": "res", "capacity": {"cpu": 64 * CPU, "memory": 1 << 20},
+                   "devices": {"model": "H100", "count": 8}}],
+        "tenants": [{"name": "a", "weight": 1.0}, {"name": "b", "weight": 3.0}]})
+    p = compile_problem(c, Queue.model_validate({"jobs": [one_gpu(f"{t}-{i}", t) for t in "ab" for i in range(8)]}))
+    plan = solve_cpsat(p, time_limit=5.0, objective=["fairness", "admitted_value"])
+    assert check_problem(p, plan) == []
+    assert admitted(plan) == {"a": 2, "b": 6}
+    assert plan.objective["fairness"] == pytest.approx(0.0, abs=1e-9)
+    assert plan.solver.extra["model_terms"]["fairness"] == pytest.approx(0.0, abs=1e-9)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=contended_rounds())
+def test_fairness_term_matches_the_metric(data: tuple[Cluster, Queue]) -> None:
+    """With fairness in the objective, the plan is valid and the model's fairness term equals the
+    metric's (shares are rounded up to 1/10,000 of the cluster per tenant and dimension)."""
+    c, q = data
+    p = compile_problem(c, q)
+    plan = solve_cpsat(p, time_limit=3.0, objective=["admitted_value", "fairness"])
+    assert check_problem(p, plan) == [], plan.solver.extra
+    extra = plan.solver.extra
+    if "fairness" in extra.get("model_terms", {}):
+        actual = extra.get("model_plan_terms", plan.objective)
+        assert extra["model_terms"]["fairness"] == pytest.approx(actual["fairness"], abs=4 * len(c.tenants) * 1e-4)

@@ -101,16 +101,105 @@ def term(view: PlanView) -> dict[str, float]:
     if len(p.tenant_names) < 2:
         return {"fairness": 0.0}
     res, gpus = tenant_usage(view)
+    cap = _capacities(p)
+    ds = (np.concatenate([res, gpus], axis=1) / np.where(cap > 0, cap, np.inf)).max(axis=1)
+    fair = p.tenant_weight / p.tenant_weight.sum() * ds.sum()
+    return {"fairness": float(np.abs(ds - fair).sum())}
+
+
+FAIR_SCALE = 10_000
+"""Shares of the cluster are modelled in 1/10,000 (rounded up per tenant and dimension)."""
+
+
+def _capacities(p: Problem) -> FArray:
+    """Cluster capacity per fairness dimension: each resource, then each device model (GPUs),
+    on real (not provisionable) nodes, as `term` measures it."""
     real = ~p.node_provisioned
     cap_r = p.cap[real].sum(axis=0)
     cap_m = np.bincount(p.node_model[real & (p.node_model >= 0)],
                         weights=p.node_dev_count[real & (p.node_model >= 0)], minlength=len(p.models))
-    parts = [res / np.where(cap_r > 0, cap_r, np.inf)]
-    if len(p.models):
-        parts.append(gpus / np.where(cap_m > 0, cap_m, np.inf))
-    ds = np.concatenate(parts, axis=1).max(axis=1)
-    fair = p.tenant_weight / p.tenant_weight.sum() * ds.sum()
-    return {"fairness": float(np.abs(ds - fair).sum())}
+    out: FArray = np.concatenate([cap_r, cap_m])
+    return out
+
+
+def _dims(p: Problem, group: Any, node: int) -> FArray:
+    """Usage per fairness dimension of one replica of `group` on `node`."""
+    use = np.zeros(len(p.resources) + len(p.models))
+    use[: len(p.resources)] = group.req
+    if group.gpu > 0 and p.node_model[node] >= 0:
+        use[len(p.resources) + int(p.node_model[node])] = group.gpu
+    return use
+
+
+def fairness_cpsat(r: CpsatRound) -> None:
+    """CP-SAT: the `fairness` term (F1-F3), built only when the objective asks for it.
+
+    Per tenant t and dimension d (resource or device model) with capacity C_d: usage u_td = fixed
+    usage (running jobs the model keeps for sure, and placements outside a neighbourhood) +
+    sum keep[k] x use_kd + sum y[j,g,v] x use_gd(v); share s_td = ceil(FAIR_SCALE x u_td / C_d)
+    (F1); dominant share ds_t = max_d s_td (F2); deviation dev_t >= |W x ds_t - w_t x sum ds|
+    with integer weights w_t (W = sum w_t) (F3). The term sum dev_t equals
+    FAIR_SCALE x W x `term`'s value, up to the rounding of shares.
+    """
+    p, m = r.p, r.model
+    n_t = len(p.tenant_names)
+    if "fairness" not in r.wanted or n_t < 2:
+        return
+    cap = _capacities(p)
+    dims = np.flatnonzero(cap > 0)
+    amount = 1000.0  # usage in thousandths (GPU shares of 0.25, fractional requests)
+    fixed = np.zeros((n_t, len(cap)))
+    hint_evicted = {ev.job for ev in r.hint.evictions} if r.hint is not None else set()
+    inside = {v.id for v in r.evictable}
+    for job in p.running:
+        if job.id not in hint_evicted and job.id not in inside:
+            for held in job.placements:
+                fixed[job.tenant] += _dims(p, job.groups[held.group], held.node)
+    ids = {j.id for j in r.jobs}
+    for pl in r.hint.placements if r.hint is not None else []:
+        if pl.job not in ids:
+            queued = p.jobs[p.job_index[pl.job]]
+            fixed[queued.tenant] += _dims(p, queued.groups[queued.group_index[pl.group]], p.node_index[pl.node])
+    parts: dict[tuple[int, int], list[tuple[int, Any]]] = {}
+    for job in r.evictable:
+        use = sum((_dims(p, job.groups[pl.group], pl.node) for pl in job.placements), np.zeros(len(cap)))
+        for d in dims[use[dims] > 0].tolist():
+            parts.setdefault((job.tenant, d), []).append((round(use[d] * amount), r.keep[job.index]))
+    cache: dict[tuple[int, int, int], FArray] = {}
+    for key, var in r.y.items():
+        job = p.jobs[key[0]]
+        ck = (key[0], key[1], int(p.node_model[key[2]]))
+        per = cache.get(ck)
+        if per is None:
+            per = cache[ck] = _dims(p, job.groups[key[1]], key[2])
+        for d in dims[per[dims] > 0].tolist():
+            parts.setdefault((job.tenant, d), []).append((round(per[d] * amount), var))
+    weights = [max(1, round(float(w) * 1000)) for w in p.tenant_weight]
+    total_w = sum(weights)
+    ds = []
+    for t in range(n_t):
+        shares = []
+        for d in dims.tolist():
+            c = round(cap[d] * amount)
+            usage = round(fixed[t, d] * amount) + r.wsum((v for _, v in parts.get((t, d), [])),
+                                                          (a for a, _ in parts.get((t, d), [])))
+            s = m.new_int_var(0, FAIR_SCALE, f"share[{t},{d}]")
+            m.add(c * s >= FAIR_SCALE * usage)  # F1: s = ceil(FAIR_SCALE x usage / C)
+            m.add(c * s <= FAIR_SCALE * usage + c - 1)
+            shares.append(s)
+        dt = m.new_int_var(0, FAIR_SCALE, f"ds[{t}]")
+        m.add_max_equality(dt, shares)  # F2
+        ds.append(dt)
+    total_ds = r.sum(ds)
+    devs = []
+    for t in range(n_t):
+        dev = m.new_int_var(0, 2 * FAIR_SCALE * total_w * n_t, f"fair_dev[{t}]")
+        gap = total_w * ds[t] - weights[t] * total_ds
+        m.add(dev >= gap)  # F3
+        m.add(dev >= -gap)
+        devs.append(dev)
+    r.add_term("fairness", r.sum(devs), FAIR_SCALE * total_w, maximise=False)
+    r.term_ub["fairness"] = 2 * FAIR_SCALE * total_w * n_t
 
 
 def cpsat(r: CpsatRound) -> None:

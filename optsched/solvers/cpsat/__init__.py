@@ -42,6 +42,7 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("fabric", fabric.cpsat),  # required topology, colocation, uplinks, topology term
     ("spread", spread.cpsat),  # topology spread skew
     ("quota", quota.cpsat),  # nominal, borrowing, lending
+    ("fairness", quota.fairness_cpsat),  # weighted DRF deviation (when the objective names it)
     ("preemption", preemption.cpsat),  # which evictable running jobs go, why, and the work lost
     ("value", value.cpsat),  # admitted value and queue delay terms
 )
@@ -407,7 +408,8 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     for victim in evictable:
         base.add_running(victim, sign=-1.0)
     extra["evictable"] = len(evictable)
-    r = CpsatRound(p, base, list(p.jobs), max_candidates=max_candidates, hint=fallback, evictable=evictable)
+    r = CpsatRound(p, base, list(p.jobs), max_candidates=max_candidates, hint=fallback, evictable=evictable,
+                   wanted=goal.terms())
     t0 = time.perf_counter()
     try:
         r.build_variables(deadline=start + 0.75 * time_limit)

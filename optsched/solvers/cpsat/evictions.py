@@ -123,7 +123,7 @@ def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed
     others.add_many([(rep.job, rep.job.groups[rep.group], rep.node, rep.devices, rep.share)
                      for rep in view.replicas if rep.job.id not in ids_set])
     r = CpsatRound(p, base, movable, max_candidates=MAX_CANDIDATES, hint=plan, allowed=allowed, evictable=victims,
-                   touched_fixed=others.quota_used > EPS)
+                   touched_fixed=others.quota_used > EPS, wanted=goal.terms())
     row.update({"preemptors": len(movable), "victims": len(victims), "nodes": int(allowed.sum())})
     t0 = time.perf_counter()
     try:

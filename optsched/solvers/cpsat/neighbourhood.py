@@ -188,7 +188,8 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         for job in movable:
             base.add_replicas(job, view.by_job.get(job.id, []), sign=-1.0)
         r = CpsatRound(p, base, sorted(movable, key=lambda j: j.index), max_candidates=MAX_CANDIDATES,
-                       hint=best, allowed=chosen)
+                       hint=best, allowed=chosen,
+                       wanted=goal.terms())
         row: dict[str, Any] = {"step": step, "nodes": int(chosen.sum()), "placed": len(inside),
                                "deferred": len(movable) - len(inside)}
         log.rows.append(row)

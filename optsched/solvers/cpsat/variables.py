@@ -89,6 +89,8 @@ class CpsatRound:
     touched_fixed: BArray | None = None
     """(tenants, flavors): pairs that placements outside the model add usage to (a neighbourhood):
     their quota rules bind whatever the model does."""
+    wanted: frozenset[str] = frozenset()
+    """Objective terms that are built only when the objective names them (`fairness`)."""
     quota_usage: dict[tuple[int, int], Any] = field(default_factory=dict)
     """Per (tenant, flavor) with usage the round may change: the total usage after the round, in
     thousandths (filled by the quota concern)."""

@@ -473,3 +473,28 @@ def test_fairness_term_matches_the_metric(data: tuple[Cluster, Queue]) -> None:
     if "fairness" in extra.get("model_terms", {}):
         actual = extra.get("model_plan_terms", plan.objective)
         assert extra["model_terms"]["fairness"] == pytest.approx(actual["fairness"], abs=4 * len(c.tenants) * 1e-4)
+
+
+def test_jobs_the_model_leaves_out_get_their_binding_reason() -> None:
+    """The CP-SAT model only says "not admitted"; `explain_deferred` names the quota rule a job's
+    minimum replicas would break after the plan (the borrowing example: team-a-cq holds all 21
+    CPUs of the cohort), and leaves `capacity` where quota would let the job in."""
+    from optsched.model.plan import Deferred, Placement
+    from optsched.solvers.cpsat import NOT_ADMITTED, explain_deferred
+
+    c = cluster([tenant("a", 9), tenant("b", 12)], nodes=2)
+    jobs = [job(f"a-{i}", "a", submitted_at=i) for i in range(22)] + [job("c-0", "b", cpus=4)]
+    p = compile_problem(c, Queue.model_validate({"jobs": jobs}))
+    placed = [Placement(job=f"a-{i}", group="w", replica=0, node=f"n{i % 2}") for i in range(21)]
+    plan = Plan(placements=placed, deferred=[Deferred(job=j, reason="capacity", detail=NOT_ADMITTED)
+                                             for j in ("a-21", "c-0")])
+    assert check_problem(p, plan) == []
+    reasons = {d.job: (d.reason, d.detail) for d in explain_deferred(p, plan).deferred}
+    assert reasons["a-21"][0] == "quota" and "cpu" in reasons["a-21"][1]
+    assert reasons["c-0"][0] == "quota"  # b lends its 12 CPUs to a: taking 4 back needs a reclaim
+    c2 = cluster([tenant("a", 9), tenant("b", 12)], nodes=1, cpus_per_node=16)
+    p2 = compile_problem(c2, Queue.model_validate({"jobs": jobs[:17]}))
+    plan2 = Plan(placements=[Placement(job=f"a-{i}", group="w", replica=0, node="n0") for i in range(16)],
+                 deferred=[Deferred(job="a-16", reason="capacity", detail=NOT_ADMITTED)])
+    assert check_problem(p2, plan2) == []
+    assert [d.reason for d in explain_deferred(p2, plan2).deferred] == ["capacity"]  # the node is full

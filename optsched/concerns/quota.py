@@ -21,7 +21,7 @@ import numpy as np
 
 from optsched.concerns.base import Violation
 from optsched.ledger import EPS, flavor_use
-from optsched.problem import BArray, FArray, Problem
+from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
@@ -64,6 +64,40 @@ def problems(p: Problem, used: FArray, touched: BArray | None = None) -> list[tu
                                  f"{b[f]:g} {p.flavors[f]} but lends only {lent[f]:g}",
                         {"borrowed": float(b[f]), "lendable": float(lent[f])}))
     return out
+
+
+def min_need(p: Problem, job: JobSpec, left: FArray) -> FArray:
+    """Quota (per flavor) the job's minimum replicas need, each GPU group on the allowed device
+    model whose flavor has the most of `left` (the tenant's nominal quota left; Kueue tries a
+    workload's flavors in order and takes the first that fits)."""
+    need = np.zeros(len(p.flavors))
+    if not len(p.flavors):
+        return need
+    for g in job.groups:
+        res = p.flavor_resource >= 0
+        need[res] += g.req[p.flavor_resource[res]] * g.rmin
+        if g.gpu > 0:
+            allowed = np.flatnonzero(g.model_speed > 0)
+            fl = [np.flatnonzero(p.flavor_is_model == m) for m in allowed]
+            managed = [(m, f[0]) for m, f in zip(allowed, fl, strict=True) if len(f)]
+            if managed and len(managed) == len(allowed):  # every allowed model is quota-managed
+                _, best = max(managed, key=lambda mf: left[mf[1]] - need[mf[1]])
+                need[best] += g.gpu * g.rmin
+    return need
+
+
+def deferral(p: Problem, used: FArray, job: JobSpec) -> str | None:
+    """Why quota defers `job` after a plan with quota usage `used` (T x F): the first rule its
+    minimum replicas would break (tenant, flavor, amount over), or None when quota lets it in."""
+    need = min_need(p, job, p.nominal[job.tenant] - used[job.tenant])
+    if not need.any():
+        return None
+    after = used.copy()
+    after[job.tenant] += need
+    touched = np.zeros_like(used, dtype=bool)
+    touched[job.tenant] = need > 0
+    broken = problems(p, after, touched)
+    return broken[0][1] if broken else None
 
 
 def check(view: PlanView) -> list[Violation]:

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from optsched.concerns import eligibility, preemption
+from optsched.concerns import eligibility, preemption, quota
 from optsched.ledger import EPS, PlacedReplica, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, JobSpec, Problem
@@ -82,24 +82,8 @@ class KueueEngine(GreedyEngine):
 
     # ------------------------------------------------------------------ quota arithmetic
     def _need(self, job: JobSpec) -> FArray:
-        """Quota the job's minimum replicas need per flavor, each group on the allowed device
-        model where its tenant has the most nominal quota left (Kueue tries flavors in order)."""
-        p = self.p
-        need = np.zeros(len(p.flavors))
-        if not len(p.flavors):
-            return need
-        left = p.nominal[job.tenant] - self.ledger.quota_used[job.tenant]
-        for g in job.groups:
-            res = p.flavor_resource >= 0
-            need[res] += g.req[p.flavor_resource[res]] * g.rmin
-            if g.gpu > 0:
-                allowed = np.flatnonzero(g.model_speed > 0)
-                fl = [np.flatnonzero(p.flavor_is_model == m) for m in allowed]
-                managed = [(m, f[0]) for m, f in zip(allowed, fl, strict=True) if len(f)]
-                if managed and len(managed) == len(allowed):  # every allowed model is quota-managed
-                    _, best = max(managed, key=lambda mf: left[mf[1]] - need[mf[1]])
-                    need[best] += g.gpu * g.rmin
-        return need
+        """Quota the job's minimum replicas need per flavor (`quota.min_need`)."""
+        return quota.min_need(self.p, job, self.p.nominal[job.tenant] - self.ledger.quota_used[job.tenant])
 
     def _borrows_with(self, job: JobSpec) -> bool:
         """Whether admitting the job would take its tenant above nominal in some flavor."""

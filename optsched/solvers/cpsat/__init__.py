@@ -34,6 +34,7 @@ from optsched.solvers.bound import value_bound
 from optsched.solvers.cpsat import evictions, neighbourhood
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
 from optsched.solvers.greedy import STRATEGIES
+from optsched.view import PlanView
 
 ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("gang", gang.cpsat),  # admission, min/elastic replicas, ratios
@@ -231,7 +232,7 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats, *,
     per_node: dict[int, list[tuple[tuple[int, int, int], Any, bool]]] = {}
     for job in r.jobs:
         if not solver.value(r.a[job.index]):
-            deferred.append(Deferred(job=job.id, reason="capacity", detail="not admitted by the CP-SAT model"))
+            deferred.append(Deferred(job=job.id, reason="capacity", detail=NOT_ADMITTED))
             continue
         for g in job.groups:
             for v in r.by_group[(job.index, g.index)]:
@@ -267,6 +268,22 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats, *,
         return plan
     evictions = preemption.name_preemptors(p, plan, evicted, r.device_plan.get("evict", {}), solver)
     return None if evictions is None else plan.model_copy(update={"evictions": [*plan.evictions, *evictions]})
+
+
+NOT_ADMITTED = "not admitted by the CP-SAT model"
+
+
+def explain_deferred(p: Problem, plan: Plan) -> Plan:
+    """Give the jobs the model left out their binding reason: `quota` (the rule, flavor and
+    amount their minimum replicas would break after the plan) where quota binds, else `capacity`."""
+    if not any(d.detail.startswith(NOT_ADMITTED) for d in plan.deferred) or not len(p.flavors):
+        return plan
+    used = PlanView(p, plan).ledger.quota_used
+    out = []
+    for d in plan.deferred:
+        why = quota.deferral(p, used, p.jobs[p.job_index[d.job]]) if d.detail.startswith(NOT_ADMITTED) else None
+        out.append(d if why is None else Deferred(job=d.job, reason="quota", detail=why))
+    return plan.model_copy(update={"deferred": out})
 
 
 def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -> Plan:
@@ -377,6 +394,7 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
         bounds = [b for b in (None if lp is None else lp.value, model_bound) if b is not None]
         bound = min(bounds) if bounds else None
         gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(abs(bound), 1e-9))
+        plan = explain_deferred(p, plan)
         stats = plan.solver.model_copy(update={
             "name": "cpsat", "status": status, "wall_s": time.perf_counter() - start, "seed": seed,
             "extra": {**extra, **more}, "bound": bound, "gap": gap})

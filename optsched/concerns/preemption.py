@@ -23,6 +23,7 @@ its restart time: ``(checkpoint_age_s + restart_s) x GPUs / 3600`` GPU-hours.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -466,6 +467,47 @@ def cpsat(r: CpsatRound) -> None:
     if r.evictable:  # a tie-break after every term of a lexicographic order (`_weights`)
         r.add_term("evictions", len(lost_terms) - r.sum(v for _, v in lost_terms), 1.0, maximise=False)
         r.term_ub["evictions"] = len(lost_terms)
+
+
+def hold_fixed_reclaims(r: CpsatRound, plan: Plan, view: PlanView) -> None:
+    """In a neighbourhood of `plan`: the reclaims it does not decide stay legal (P5).
+
+    A reclaim whose preemptor is outside the model and ends the plan within nominal quota keeps
+    the preemptor's tenant within nominal of every flavor the preemptor uses (a tenant that
+    starts to borrow loses the right to reclaim by `reclaim_within_cohort`). And its victim's
+    tenant must still borrow the flavor it was reclaimed for once every other reclaimed job of
+    that tenant is gone, the model's included (P3 seen from the fixed reclaim).
+    """
+    p, m = r.p, r.model
+    inside = {j.id for j in r.jobs}
+    decided = {v.id for v in r.evictable}
+    evict = r.device_plan.get("evict", {})
+    fixed = [ev for ev in plan.evictions if ev.reason == "reclaimed" and ev.job not in decided]
+    outside: dict[int, FArray] = {}  # per victim tenant: held usage of the reclaims outside the model
+    for ev in fixed:
+        v = p.running[p.running_index[ev.job]]
+        outside[v.tenant] = outside.get(v.tenant, np.zeros(len(p.flavors))) + held_flavors(p, v)
+    before = running_usage_before(p)
+    for ev in fixed:
+        v = p.running[p.running_index[ev.job]]
+        by = preemptor(view, ev.by)
+        if by is None:
+            continue
+        if ev.by not in inside and by.within_nominal:
+            for f in np.flatnonzero(by.uses > 0).tolist():
+                usage = r.quota_usage.get((by.job.tenant, f))
+                if usage is not None:
+                    m.add(usage <= round(p.nominal[by.job.tenant, f] * 1000))
+        held = held_flavors(p, v)
+        slack = before[v.tenant] - (outside[v.tenant] - held) - p.nominal[v.tenant]
+        ok = (held > 0) & (by.uses > 0) & (slack > 1e-9)
+        if not ok.any():
+            continue
+        f = int(np.argmax(np.where(ok, slack, -np.inf)))  # the flavor with the most room: keep it borrowed
+        model_rec = [(round(held_flavors(p, k)[f] * 1000), evict[k.index][1]) for k in r.evictable
+                     if k.tenant == v.tenant and k.index in evict and held_flavors(p, k)[f] > 0]
+        if model_rec:
+            m.add(r.wsum((x for _, x in model_rec), (c for c, _ in model_rec)) <= math.ceil(slack[f] * 1000) - 1)
 
 
 def evictable_jobs(p: Problem, limit: int) -> list[JobSpec]:

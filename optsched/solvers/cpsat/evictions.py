@@ -24,7 +24,7 @@ from optsched.concerns import eligibility, preemption
 from optsched.ledger import EPS, Ledger
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
-from optsched.objective import EXACT, Objective
+from optsched.objective import EXACT, MAXIMISED, Objective
 from optsched.problem import Problem
 from optsched.solvers.cpsat.neighbourhood import FIRST_STEP_SECONDS, MAX_CANDIDATES, plan_ledger
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
@@ -41,6 +41,27 @@ STEP_SECONDS = 2.0
 
 MAX_VICTIMS = 256
 """Running jobs the step may evict."""
+
+
+ROUNDING = 1e-5
+"""Relative slack for the first term of a two-phase step: the model holds it at or above the
+plan's value in fixed point (0.5 / VALUE_SCALE per replica), the metric may differ by that much."""
+
+
+def _better_step(goal: Objective, ordered: list[str], terms: dict[str, float], before: dict[str, float]) -> bool:
+    """Whether a step's plan beats the plan it started from. After two phases the first term is
+    at least the plan's (up to rounding) and the others are compared exactly: comparing them within
+    the tolerance would throw away every step that cuts lost work by less than it, while many such
+    steps add up (on mixed-cloud-10k seed 1, six steps each found less lost work and none was kept)."""
+    if not ordered:
+        return goal.better(terms, before)
+    head = ordered[0]
+    sign = 1.0 if head in MAXIMISED else -1.0
+    if sign * (terms[head] - before[head]) < -ROUNDING * max(1.0, abs(before[head])):
+        return False
+    if sign * (terms[head] - before[head]) > goal.tolerance * max(1.0, abs(before[head])):
+        return True  # more of the first term than the tolerance: better whatever the rest
+    return Objective(order=tuple(ordered[1:])).better(terms, before)
 
 
 def reconsider_all(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: int,
@@ -131,6 +152,7 @@ def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed
     except BuildTimeout:
         row["result"] = "build timeout"
         return plan, row
+    preemption.hold_fixed_reclaims(r, plan, view)
     ordered = [n for n in goal.order if n in r.terms] if goal.weights is None else []
     two_phases = goal.tolerance > EXACT and len(ordered) > 1
     if two_phases:  # first term alone, then the rest with the first held within the tolerance
@@ -183,7 +205,7 @@ def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed
         return plan, row
     terms = evaluate_problem(p, merged).objective()
     before = plan.objective or evaluate_problem(p, plan).objective()
-    if not goal.better(terms, before):
+    if not _better_step(goal, ordered if two_phases else [], terms, before):
         row["result"] = "no better"
         return plan, row
     violations = check_problem(p, merged)

@@ -20,7 +20,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from optsched.check import check_problem
-from optsched.concerns import eligibility
+from optsched.concerns import eligibility, preemption
 from optsched.ledger import Ledger, crossed_domains
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
@@ -199,6 +199,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         except BuildTimeout:
             row["result"] = "build timeout"
             break
+        preemption.hold_fixed_reclaims(r, best, view)
         weights, _ = _weights(r, goal)
         r.model.maximize(_objective(r, weights))
         status, values = complete_hint(r, 0.25 * (deadline - time.perf_counter()), seed)

@@ -137,6 +137,9 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
     )
 
     log = SearchLog()
+    # the model is exact-lexicographic (`_weights`): steps are compared the same way, so that small
+    # gains within a tolerance add up instead of being thrown away one by one
+    exact = goal if goal.weights is not None else Objective(order=goal.order)
     best = plan
     best_terms = plan.objective or evaluate_problem(p, plan).objective()
     step = 0
@@ -233,7 +236,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
                       evictions=best.evictions, solver=best.solver)
         terms = evaluate_problem(p, merged).objective()
         row["s"] = round(time.perf_counter() - t0, 3)
-        if not goal.better(terms, best_terms):
+        if not exact.better(terms, best_terms):
             row["result"] = "no better"
             continue
         violations = check_problem(p, merged)

@@ -77,7 +77,7 @@ reserve; 5.4e-4 s per job for the part after the solve, rounded up for the solve
 GREEDY_SECONDS_PER_JOB = 3.5e-4
 """A greedy pass over the queue takes about this long per job (best-fit: 0.23-0.25 s for 1,000
 jobs on mixed-cloud-10k at 2x load, benchmarks/results/tenancy.md), rounded up. The Kueue plan goes
-first only when the time limit holds two such passes (it preempts during the first half of it)."""
+first only when the time limit holds two such passes (it preempts during the first `KUEUE_PREEMPTS` of it)."""
 
 
 KUEUE_PREEMPTS = 0.7

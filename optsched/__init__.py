@@ -1,9 +1,11 @@
 """optsched: schedule AI compute clusters by mathematical optimisation.
 
 The public surface: the documents (`Cluster`, `Queue`, `Plan`) and their loaders, `solve`,
-`check` (the validator), `evaluate` (the metrics) and `InputError`.
+`check` (the validator), `evaluate` (the metrics), `bound` (an upper bound on admitted value
+for any plan) and `InputError`.
 """
 
+from optsched.bound import Bound, bound
 from optsched.check import Violation, check
 from optsched.errors import InputError, InputIssue
 from optsched.metrics import Metrics, evaluate
@@ -13,6 +15,7 @@ from optsched.solve import solve, solver_names
 __version__ = "0.1.0"
 
 __all__ = [
+    "Bound",
     "Cluster",
     "InputError",
     "InputIssue",
@@ -21,6 +24,7 @@ __all__ = [
     "Queue",
     "Violation",
     "__version__",
+    "bound",
     "check",
     "dump",
     "evaluate",

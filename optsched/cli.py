@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from optsched.bound import bound_problem
 from optsched.check import check_problem
 from optsched.errors import InputError
 from optsched.generate import MODELS_DIR, generate_queue
@@ -111,23 +112,31 @@ def check(cluster: Path, queue: Path, plan: Path) -> None:
 
 @app.command()
 def evaluate(cluster: Path, queue: Path, plan: Path,
-             as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
-    """Print every objective term of a plan."""
+             as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+             with_bound: Annotated[bool, typer.Option("--bound", help="also the LP upper bound on admitted "
+                                                                        "value and the plan's gap to it")] = False,
+             ) -> None:
+    """Print every objective term of a plan (with --bound: how far it is from optimal at most)."""
     try:
         c = load_cluster(cluster)
         q = load_queue(queue, c)
-        m = evaluate_problem(compile_problem(c, q, validate=False), load_plan(plan))
+        p = compile_problem(c, q, validate=False)
+        m = evaluate_problem(p, load_plan(plan))
+        b = bound_problem(p) if with_bound else None
     except InputError as exc:
         _fail_input(exc)
         return
+    extra: dict[str, float | None] = {}
+    if b is not None:
+        extra = {"bound_admitted_value": b.value, "gap": b.gap(m.admitted_value), "bound_seconds": b.seconds}
     if as_json:
-        sys.stdout.write(json.dumps(m.model_dump(), indent=1) + "\n")
+        sys.stdout.write(json.dumps({**m.model_dump(), **extra}, indent=1) + "\n")
         return
     t = Table(title="metrics")
     t.add_column("term")
     t.add_column("value", justify="right")
-    for k, v in {**m.objective(), **m.details}.items():
-        t.add_row(k, f"{v:,.4f}")
+    for k, v in {**m.objective(), **m.details, **extra}.items():
+        t.add_row(k, "n/a" if v is None else f"{v:,.4f}")
     console.print(t)
 
 

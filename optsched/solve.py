@@ -27,7 +27,7 @@ order is by admitted value in benchmarks/results/baselines.md."""
 
 def solver_names() -> list[str]:
     """Names accepted by `solve(..., solver=...)`."""
-    return ["auto", "cpsat", *STRATEGIES]
+    return ["auto", "cpsat", "kueue", *STRATEGIES]
 
 
 EVALUATE_RESERVE = 0.1
@@ -60,6 +60,12 @@ def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_l
         from optsched.solvers.cpsat import solve_cpsat  # lazy: OR-Tools loads only when asked for
 
         return solve_cpsat(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
+    if solver == "kueue":
+        from optsched.solvers.kueue import solve_kueue
+
+        plan = solve_kueue(p, time_limit=max(0.0, end - time.perf_counter()), seed=seed)
+        stats = plan.solver.model_copy(update={"wall_s": time.perf_counter() - start})
+        return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
     names = AUTO_ORDER if solver == "auto" else (solver,)
     best: Plan | None = None
     tried: dict[str, float] = {}
@@ -97,8 +103,10 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
     cluster, queue:
         The validated input documents (`optsched.load_cluster`, `optsched.load_queue`).
     solver:
-        ``"auto"`` (the best greedy plan found within the time limit) or a baseline name
-        (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``, ``topo-best-fit``).
+        ``"auto"`` (the best greedy plan found within the time limit), ``"cpsat"`` (the CP-SAT
+        round, docs/formulation.md), ``"kueue"`` (Kueue's admission, borrowing and preemption) or a
+        placement baseline (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``,
+        ``topo-best-fit``).
     objective:
         None (admitted value, then disruption, topology, fragmentation), a mapping of term weights,
         or a sequence of term names for a lexicographic order.

@@ -13,7 +13,7 @@ from optsched.model import Cluster, Queue
 from optsched.problem import compile_problem
 from optsched.solvers.bound import value_bound
 from optsched.solvers.greedy import STRATEGIES, solve_greedy
-from tests.strategies import busy_rounds, rounds
+from tests.strategies import busy_rounds, contended_rounds, rounds
 from tests.test_cpsat import brute_force, tiny_rounds
 
 
@@ -71,3 +71,43 @@ def test_identical_jobs_are_aggregated_without_changing_the_bound(example: Any) 
     two = value_bound(compile_problem(c, doubled)).value
     assert one is not None and two is not None
     assert one <= two + 1e-6  # more work can only raise the bound
+
+
+def test_public_bound_holds_for_every_solver_and_says_how_far_each_is(example: Any) -> None:
+    """`optsched.bound`: at least the admitted value of every solver's plan (evicting ones too),
+    and `gap` = (bound - value) / bound for each."""
+    import optsched
+
+    c, q, _ = example
+    b = optsched.bound(c, q)
+    assert b.term == "admitted_value" and b.status == "optimal" and b.value is not None
+    for name in optsched.solver_names():
+        plan = optsched.solve(c, q, solver=name, time_limit=2.0)
+        value = plan.objective["admitted_value"]
+        assert b.value >= value - 1e-6, name
+        assert b.gap(value) == pytest.approx((b.value - value) / b.value)
+
+
+def test_bound_needs_admitted_value_first(example: Any) -> None:
+    import optsched
+
+    c, q, _ = example
+    assert optsched.bound(c, q, objective=["admitted_value", "disruption"]).value is not None
+    with pytest.raises(optsched.InputError) as err:
+        optsched.bound(c, q, objective=["topology", "admitted_value"])
+    assert err.value.problems[0].path == "objective"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=contended_rounds())
+def test_public_bound_holds_for_plans_that_evict(data: tuple[Cluster, Queue]) -> None:
+    """Evicting plans free devices: the bound treats every evictable running job as gone, so it
+    stays at least the `kueue` plan's value."""
+    import optsched
+    from optsched.solvers.kueue import solve_kueue
+
+    c, q = data
+    b = optsched.bound(c, q)
+    assert b.value is not None, b.status
+    p = compile_problem(c, q)
+    assert b.value >= evaluate_problem(p, solve_kueue(p)).admitted_value - 1e-6

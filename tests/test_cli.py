@@ -40,6 +40,16 @@ def test_evaluate_json() -> None:
     assert json.loads(res.output)["disruption"] == 1.0
 
 
+def test_evaluate_bound_reports_the_gap() -> None:
+    """`evaluate --bound`: the LP bound on admitted value and the plan's gap to it."""
+    res = runner.invoke(app, ["evaluate", C, Q, P, "--json", "--bound"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["bound_admitted_value"] >= out["admitted_value"]
+    assert out["gap"] == (out["bound_admitted_value"] - out["admitted_value"]) / out["bound_admitted_value"]
+    assert "gap" in runner.invoke(app, ["evaluate", C, Q, P, "--bound"]).output
+
+
 def test_input_error_exit_2(tmp_path: Path) -> None:
     doc: dict[str, Any] = yaml.safe_load(Path(C).read_text())
     doc["nodes"][0]["domain"] = "nowhere"

@@ -20,12 +20,11 @@ from optsched.concerns import (
     fragmentation,
     gang,
     locality,
-    preemption,
-    quota,
     spread,
     value,
 )
 from optsched.concerns.base import Violation
+from optsched.concerns.tenancy import preemption, quota
 from optsched.view import PlanView
 
 CheckFn = Callable[[PlanView], list[Violation]]

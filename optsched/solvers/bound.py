@@ -122,6 +122,17 @@ def _admitted(solution: FArray, kinds: dict[tuple[object, ...], tuple[JobSpec, b
     return {j: share[kind] for j, kind in kind_of_job.items()}
 
 
+def relaxed_base(p: Problem) -> Ledger:
+    """The running jobs' usage without every job some queued job may evict (a plan may free
+    their devices): the base of a bound that holds for plans with evictions too."""
+    from optsched.concerns.tenancy import preemption
+
+    base = Ledger.with_running(p)
+    if p.running and p.jobs:
+        base.add_running_many(preemption.evictable_jobs(p, len(p.running)), sign=-1.0)
+    return base
+
+
 def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
                 time_limit: float = 1.0) -> ValueBound:
     """Upper bound on the admitted value of any plan for the round (module docstring)."""

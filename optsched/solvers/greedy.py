@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optsched.concerns import eligibility, gang, quota, spread
+from optsched.concerns import eligibility, gang, spread
 from optsched.concerns.devices import DevicePolicy, pick
+from optsched.concerns.tenancy import quota
 from optsched.ledger import EPS, Ledger, PlacedReplica, crossed_domains
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem

@@ -15,7 +15,7 @@ and preemption.md of kubernetes-sigs/kueue):
   new Workloads in team-a-cq" once team-a uses its nominal quota; fair sharing: "Kueue admits
   jobs with a lower share value first").
 - **Fit.** A job fits when its quota fits (nominal; beyond it, borrowing within the cohort's
-  lendable quota and the tenant's `borrowing_limit`: `optsched.concerns.quota`) and its replicas
+  lendable quota and the tenant's `borrowing_limit`: `optsched.concerns.tenancy.quota`) and its replicas
   fit on nodes. Nodes are chosen by kube-scheduler's NodeResourcesFit MostAllocated score (the
   `best-fit` baseline's placement), the usual setting for GPU clusters.
 - **Classic preemption** when a job does not fit. Candidates: running, `preemptible` jobs of the
@@ -45,7 +45,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from optsched.concerns import eligibility, preemption, quota
+from optsched.concerns import eligibility
+from optsched.concerns.tenancy import preemption, quota
 from optsched.ledger import EPS, PlacedReplica, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, JobSpec, Problem

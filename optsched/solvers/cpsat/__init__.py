@@ -22,7 +22,8 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from optsched.check import check_problem
-from optsched.concerns import capacity, devices, fabric, gang, preemption, quota, spread, value
+from optsched.concerns import capacity, devices, fabric, gang, spread, value
+from optsched.concerns.tenancy import preemption, quota
 from optsched.latency import gc_paused
 from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
@@ -30,7 +31,7 @@ from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.solvers import guided
-from optsched.solvers.bound import value_bound
+from optsched.solvers.bound import relaxed_base, value_bound
 from optsched.solvers.cpsat import evictions, neighbourhood
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
 from optsched.solvers.greedy import STRATEGIES
@@ -342,9 +343,7 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     extra: dict[str, Any] = {}
     # running jobs some queued job may evict: the bound treats them as gone, the model decides
     may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
-    relaxed = Ledger.with_running(p)
-    for victim in may_go:
-        relaxed.add_running(victim, sign=-1.0)
+    relaxed = relaxed_base(p)
     kueue: Plan | None = None
     if hint is None and may_go and time_limit >= 2 * GREEDY_SECONDS_PER_JOB * len(p.jobs):
         # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):

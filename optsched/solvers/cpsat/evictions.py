@@ -20,7 +20,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from optsched.check import check_problem
-from optsched.concerns import eligibility, preemption
+from optsched.concerns import eligibility
+from optsched.concerns.tenancy import preemption
 from optsched.ledger import EPS, Ledger
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan

@@ -1,0 +1,67 @@
+"""`bound(cluster, queue) -> Bound`: an upper bound on a round's admitted value, for any plan.
+
+CP-SAT's proven bound only holds for the model it solved; this one holds for every valid plan of
+the round, greedy or optimised, so that "how far from optimal is this heuristic?" is one number
+reported the same way for all of them: ``gap = (bound - admitted value) / bound``. It is the
+aggregate LP relaxation of `optsched.solvers.bound` (docs/formulation.md, "Value bound") solved by
+HiGHS, with every running job that some queued job may evict treated as gone (a plan may evict
+them, so the bound must not count their devices as taken).
+"""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel, ConfigDict
+
+from optsched.errors import InputError, InputIssue
+from optsched.model.cluster import Cluster
+from optsched.model.queue import Queue
+from optsched.objective import MAXIMISED, Objective, ObjectiveSpec
+from optsched.problem import Problem, compile_problem
+from optsched.solvers.bound import relaxed_base, value_bound
+
+
+class Bound(BaseModel):
+    """An upper bound on the objective's first term (only `admitted_value` has one yet)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    term: str
+    """The bounded objective term."""
+    value: float | None
+    """No plan of the round scores more on `term`; None when the relaxation failed (see status)."""
+    method: str
+    """How it was obtained: ``lp-aggregate`` (HiGHS on the aggregate relaxation)."""
+    status: str
+    """The LP's status (``optimal`` when the bound is valid)."""
+    seconds: float
+    """Wall time of the bound, compilation excluded."""
+
+    def gap(self, achieved: float) -> float | None:
+        """Relative gap of a plan scoring `achieved`: (bound - achieved) / bound, >= 0."""
+        if self.value is None:
+            return None
+        return max(0.0, (self.value - achieved) / max(abs(self.value), 1e-9))
+
+
+def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float = 10.0) -> Bound:
+    """`bound` on a compiled problem."""
+    goal = Objective.parse(objective)
+    first = goal.order[0] if goal.weights is None else (next(iter(goal.weights)) if len(goal.weights) == 1 else "")
+    if first not in MAXIMISED:
+        raise InputError([InputIssue("objective", "no_bound",
+                                     "a bound exists for admitted_value only: use it alone or first in a "
+                                     f"lexicographic order (got {objective!r})")])
+    start = time.perf_counter()
+    got = value_bound(p, relaxed_base(p), time_limit=time_limit)
+    return Bound(term=first, value=got.value, method="lp-aggregate", status=got.status,
+                 seconds=time.perf_counter() - start)
+
+
+def bound(cluster: Cluster, queue: Queue, *, objective: ObjectiveSpec = None, time_limit: float = 10.0) -> Bound:
+    """Upper bound on the admitted value of every valid plan for the round (module docstring).
+
+    `objective` must put `admitted_value` first (the default does); `time_limit` caps the LP.
+    """
+    return bound_problem(compile_problem(cluster, queue), objective, time_limit)

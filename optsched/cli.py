@@ -160,6 +160,37 @@ def generate(cluster: Annotated[Path, typer.Option("--cluster", help="cluster do
 
 
 @app.command()
+def capacity(demand: Path, pools: Path,
+             service_level: Annotated[float, typer.Option(help="share of period-scenarios covered, (0, 1]")] = 1.0,
+             time_limit: Annotated[float, typer.Option(help="seconds for building and solving")] = 60.0,
+             output: Annotated[Path | None, typer.Option("-o", "--output", help="write the plan as JSON")] = None,
+             ) -> None:
+    """Plan reserved, on-demand and spot capacity for demand scenarios (Pyomo + HiGHS)."""
+    from optsched.capacity import load_demand, load_pools, plan_capacity
+
+    try:
+        d, p = load_demand(demand), load_pools(pools)
+        plan = plan_capacity(d, p, service_level=service_level, time_limit=time_limit)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    t = Table(title=f"capacity plan ({plan.status}, {plan.seconds:.2f} s, {d.periods} periods x "
+                    f"{len(d.scenarios)} scenarios)")
+    for col in ("pool", "model", "reserved nodes", "on-demand node-h", "spot node-h"):
+        t.add_column(col, justify="right" if col != "pool" else "left")
+    for pool in p.pools:
+        t.add_row(pool.name, pool.model, str(plan.reserved[pool.name]), f"{plan.on_demand_node_hours[pool.name]:,.1f}",
+                  f"{plan.spot_node_hours[pool.name]:,.1f}")
+    console.print(t)
+    cost = plan.cost
+    console.print(f"expected cost ${cost.total:,.0f} = reserved ${cost.reserved:,.0f} + on demand "
+                  f"${cost.on_demand:,.0f} + spot ${cost.spot:,.0f}; reserved utilisation "
+                  f"{plan.reserved_utilisation:.1%}; service level {plan.service_level:.1%}")
+    if output is not None:
+        output.write_text(plan.model_dump_json(indent=1) + "\n")
+
+
+@app.command()
 def schema(document: Annotated[str, typer.Argument(help="cluster | queue | plan | all")] = "all") -> None:
     """Print the JSON Schema of the documents."""
     models: dict[str, type[BaseModel]] = {"cluster": Cluster, "queue": Queue, "plan": Plan}

@@ -87,3 +87,21 @@ def test_generate_solve_check_on_every_reference_cluster(tmp_path: Path) -> None
         assert res.exit_code == 0, res.output
         res = runner.invoke(app, ["check", cluster, str(queue), str(plan)])
         assert res.exit_code == 0, res.output
+
+
+def test_capacity_prints_the_decision_and_writes_json(tmp_path: Path) -> None:
+    """`optsched capacity DEMAND POOLS`: the decision table and the cost split; a lower service
+    level never costs more; bad input exits 2."""
+    out = tmp_path / "capacity.json"
+    d, p = "models/capacity/demand-small.yaml", "models/capacity/pools.yaml"
+    res = runner.invoke(app, ["capacity", d, p, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "reserved nodes" in res.output and "expected cost" in res.output
+    full = json.loads(out.read_text())
+    assert full["service_level"] == 1.0 and set(full["reserved"]) == {"h100-8x", "a100-8x", "l40s-4x"}
+    res = runner.invoke(app, ["capacity", d, p, "--service-level", "0.9", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    lower = json.loads(out.read_text())
+    assert lower["service_level"] >= 0.9 - 1e-9
+    assert sum(lower["cost"].values()) <= sum(full["cost"].values()) + 1e-6
+    assert runner.invoke(app, ["capacity", d, p, "--service-level", "1.5"]).exit_code == 2

@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/guided.py
 	$(BIN)/python benchmarks/huge.py
 	$(BIN)/python benchmarks/tenancy.py
+	$(BIN)/python benchmarks/capacity.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -60,6 +60,8 @@ class CapacityPlan(BaseModel):
     gap: float | None
     seconds: float
     """Wall time: building the model and solving it."""
+    build_seconds: float
+    """Of which building the Pyomo model (Python)."""
     variables: int
 
 
@@ -155,6 +157,7 @@ def plan_capacity(demand: Demand, pools: Pools, *, service_level: float = 1.0, t
                         for i in m.P if pool_list[i].spot_per_node_hour is not None for t in m.T for s in m.S)
     m.cost = pyo.Objective(expr=reserved_cost + od_cost + spot_cost, sense=pyo.minimize)
 
+    built = time.perf_counter() - start
     opt = Highs()
     opt.config.time_limit = max(1.0, time_limit - (time.perf_counter() - start))
     opt.config.mip_gap = mip_gap
@@ -193,7 +196,7 @@ def plan_capacity(demand: Demand, pools: Pools, *, service_level: float = 1.0, t
         reserved=reserved, on_demand_node_hours=od_hours, spot_node_hours=spot_hours, cost=split,
         reserved_utilisation=used / total if total else 0.0, service_level=1.0 - uncovered,
         status="optimal" if tc == TerminationCondition.optimal else str(tc.name),
-        gap=gap, seconds=time.perf_counter() - start, variables=m.nvariables())
+        gap=gap, seconds=time.perf_counter() - start, build_seconds=built, variables=m.nvariables())
 
 
 def frontier(demand: Demand, pools: Pools, levels: list[float], **kwargs: Any) -> list[tuple[float, CapacityPlan]]:

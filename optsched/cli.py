@@ -20,7 +20,7 @@ from rich.table import Table
 
 from optsched.bound import bound_problem
 from optsched.check import check_problem
-from optsched.errors import InputError
+from optsched.errors import InputError, InputIssue
 from optsched.generate import MODELS_DIR, generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Plan, Queue, dump, load_cluster, load_plan, load_queue
@@ -160,16 +160,36 @@ def generate(cluster: Annotated[Path, typer.Option("--cluster", help="cluster do
 
 
 @app.command()
-def capacity(demand: Path, pools: Path,
+def capacity(paths: Annotated[list[Path], typer.Argument(help="DEMAND POOLS, or POOLS with --from-trace")],
              service_level: Annotated[float, typer.Option(help="share of period-scenarios covered, (0, 1]")] = 1.0,
              time_limit: Annotated[float, typer.Option(help="seconds for building and solving")] = 60.0,
              output: Annotated[Path | None, typer.Option("-o", "--output", help="write the plan as JSON")] = None,
+             from_trace: Annotated[Path | None, typer.Option(help="derive the demand from this job trace")] = None,
+             trace_format: Annotated[str, typer.Option(help="generic | philly | openb")] = "generic",
+             model: Annotated[str, typer.Option(help="device model of trace jobs that name none")] = "GPU",
+             weeks: Annotated[int, typer.Option(help="planning horizon (from a trace)")] = 4,
+             scenarios: Annotated[int, typer.Option(help="scenarios drawn from the trace")] = 20,
+             period_hours: Annotated[int, typer.Option(help="hours per period (from a trace)")] = 1,
+             growth: Annotated[float, typer.Option(help="relative demand growth over the horizon")] = 0.0,
+             spot_tolerant: Annotated[float, typer.Option(help="share of demand that may run on spot")] = 0.0,
+             seed: int = 0,
+             write_demand: Annotated[Path | None, typer.Option(help="save the derived demand (YAML)")] = None,
              ) -> None:
     """Plan reserved, on-demand and spot capacity for demand scenarios (Pyomo + HiGHS)."""
     from optsched.capacity import load_demand, load_pools, plan_capacity
+    from optsched.capacity.trace import demand_from_trace
 
     try:
-        d, p = load_demand(demand), load_pools(pools)
+        if len(paths) != (1 if from_trace else 2):
+            raise InputError([InputIssue("arguments", "usage", "give DEMAND POOLS, or POOLS with --from-trace")])
+        if from_trace is not None:
+            d = demand_from_trace(from_trace, fmt=trace_format, model=model, weeks=weeks, scenarios=scenarios,
+                                  period_hours=period_hours, growth=growth, spot_tolerant=spot_tolerant, seed=seed)
+            if write_demand is not None:
+                dump(d, write_demand)
+        else:
+            d = load_demand(paths[0])
+        p = load_pools(paths[-1])
         plan = plan_capacity(d, p, service_level=service_level, time_limit=time_limit)
     except InputError as exc:
         _fail_input(exc)

@@ -102,3 +102,57 @@ def test_cost_properties(data: tuple[dict[str, Any], dict[str, Any]], extra: int
     assert lower <= base + 1e-6 * (1 + base)
     cheaper = {"pools": [{**q, "spot_per_node_hour": q["spot_per_node_hour"] / 2} for q in p["pools"]]}
     assert plan_capacity(Demand.model_validate(d), Pools.model_validate(cheaper)).cost.total <= base + 1e-6 * (1 + base)
+
+
+# ---------------------------------------------------------------------------- demand from a trace
+def test_hourly_occupancy_counts_every_hour_a_job_overlaps(tmp_path: Any) -> None:
+    """Jobs (start 0 s, 2 h, 4 GPUs), (1 h, 1 h, 2 GPUs), (2.5 h, 0.25 h, 1 GPU): hour 0 holds 4
+    GPUs, hour 1 holds 4 + 2, hour 2 holds 1 (a part-hour counts whole: guaranteed demand)."""
+    from optsched.capacity.trace import hourly_occupancy, read_jobs
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("start_s,duration_s,gpus\n0,7200,4\n3600,3600,2\n9000,900,1\n10,0,8\n")
+    starts, ends, gpus, models = read_jobs(trace, "generic", "H100")
+    assert models == ["H100"] * 3  # the zero-length job is dropped
+    assert hourly_occupancy(starts, ends, gpus).tolist() == [4.0, 6.0, 1.0]
+
+
+def test_demand_from_a_trace_resamples_days_and_round_trips(tmp_path: Any) -> None:
+    """A one-day trace (shorter than a week) is resampled by whole days: every scenario repeats
+    the day's hourly profile; with 6-hour periods the maximum of each block is kept. The derived
+    document loads again and plans."""
+    from optsched import dump
+    from optsched.capacity import load_demand
+    from optsched.capacity.trace import demand_from_trace
+
+    trace = tmp_path / "day.csv"
+    trace.write_text("start_s,duration_s,gpus,model\n" + "".join(
+        f"{h * 3600},{3600},{8 * (1 + (h >= 12))},H100\n" for h in range(24)))
+    d = demand_from_trace(trace, weeks=1, scenarios=3, period_hours=6, level_sigma=0.0)
+    assert d.periods == 7 * 4 and d.models == ["H100"]
+    assert all(s.demand["H100"] == [8.0, 8.0, 16.0, 16.0] * 7 for s in d.scenarios)
+    path = tmp_path / "demand.yaml"
+    dump(d, path)
+    assert load_demand(path) == d
+    assert plan_capacity(d, h100()).reserved["h100"] >= 1
+
+
+def test_trace_readers_for_philly_and_openb(tmp_path: Any) -> None:
+    """Philly summaries (timestamp, duration, num_gpus: one model given) and openb pods (creation /
+    deletion times, num_gpu x gpu_milli / 1000 GPUs, first model of gpu_spec)."""
+    from optsched.capacity.trace import read_jobs
+
+    philly = tmp_path / "philly.csv"
+    philly.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,3600,2,7200,a\n"
+                      "2017-10-09 08:00:00,60,1,60,b\n")
+    s, e, g, m = read_jobs(philly, "philly", "V100")
+    assert s.tolist() == [0.0, 3600.0] and e.tolist() == [3600.0, 3660.0] and g.tolist() == [2.0, 1.0]
+    assert m == ["V100", "V100"]
+    openb = tmp_path / "openb.csv"
+    openb.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+                     "deletion_time,scheduled_time\np0,1000,1024,1,500,,LS,Running,100,3700,100\n"
+                     "p1,1000,1024,2,1000,V100M32|V100M16,LS,Running,0,7200,0\np2,1000,1024,0,0,,BE,Running,0,10,0\n")
+    s, e, g, m = read_jobs(openb, "openb", "any")
+    assert g.tolist() == [0.5, 2.0] and m == ["any", "V100M32"] and s.tolist() == [100.0, 0.0]
+    with pytest.raises(InputError):
+        read_jobs(openb, "slurm", "any")

@@ -105,3 +105,15 @@ def test_capacity_prints_the_decision_and_writes_json(tmp_path: Path) -> None:
     assert lower["service_level"] >= 0.9 - 1e-9
     assert sum(lower["cost"].values()) <= sum(full["cost"].values()) + 1e-6
     assert runner.invoke(app, ["capacity", d, p, "--service-level", "1.5"]).exit_code == 2
+
+
+def test_capacity_from_a_trace(tmp_path: Path) -> None:
+    """`optsched capacity POOLS --from-trace TRACE`: demand derived from the trace (and saved)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("start_s,duration_s,gpus\n" + "".join(f"{h * 3600},3600,{16 + 8 * (h % 3)}\n" for h in range(48)))
+    saved = tmp_path / "demand.yaml"
+    res = runner.invoke(app, ["capacity", "models/capacity/pools.yaml", "--from-trace", str(trace), "--model", "H100",
+                              "--weeks", "1", "--scenarios", "3", "--write-demand", str(saved)])
+    assert res.exit_code == 0, res.output
+    assert "expected cost" in res.output and saved.exists()
+    assert runner.invoke(app, ["capacity", "models/capacity/pools.yaml"]).exit_code == 2  # DEMAND missing

@@ -206,6 +206,9 @@ def capacity(paths: Annotated[list[Path], typer.Argument(help="DEMAND POOLS, or 
     console.print(f"expected cost ${cost.total:,.0f} = reserved ${cost.reserved:,.0f} + on demand "
                   f"${cost.on_demand:,.0f} + spot ${cost.spot:,.0f}; reserved utilisation "
                   f"{plan.reserved_utilisation:.1%}; service level {plan.service_level:.1%}")
+    if set(plan.cost_by_tenant) - {"all"}:
+        console.print("by tenant (each model's cost split by its demand GPU-hours): " + ", ".join(
+            f"{t} ${c:,.0f}" for t, c in sorted(plan.cost_by_tenant.items())))
     if output is not None:
         output.write_text(plan.model_dump_json(indent=1) + "\n")
 

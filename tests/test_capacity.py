@@ -55,6 +55,17 @@ def test_service_level_drops_the_costliest_period() -> None:
     assert plan.service_level == pytest.approx(0.75)
 
 
+def test_demand_per_tenant_is_summed_and_charged_back_by_gpu_hours() -> None:
+    """The first example's demand split between tenants a (8, 8, 8, 0 GPUs: 24 GPU-h) and b
+    (8, 8, 0, 0: 16 GPU-h): the same plan ($180), charged $180 x 24/40 = $108 to a and $72 to b."""
+    d = Demand.model_validate({"scenarios": [{"name": "s", "probability": 1.0, "demand": {
+        "H100": {"a": [8, 8, 8, 0], "b": [8, 8, 0, 0]}}}]})
+    plan = plan_capacity(d, h100())
+    assert plan.reserved == {"h100": 1} and plan.cost.total == pytest.approx(180.0)
+    assert plan.cost_by_tenant == {"a": pytest.approx(108.0), "b": pytest.approx(72.0)}
+    assert plan_capacity(demand([16, 16, 8, 0]), h100()).cost_by_tenant == {"all": pytest.approx(180.0)}
+
+
 def test_fixed_reserved_is_a_rule_of_thumb_to_compare() -> None:
     """Fixing R=2 (reserve the peak): $200, more than the optimum's $180."""
     plan = plan_capacity(demand([16, 16, 8, 0]), h100(), fixed_reserved={"h100": 2})

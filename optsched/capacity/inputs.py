@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import numpy as np
 from pydantic import Field, ValidationError, model_validator
 
 from optsched.errors import InputError, InputIssue
@@ -54,10 +55,24 @@ class Scenario(Frozen):
 
     name: Identifier
     probability: Positive
-    demand: dict[Identifier, list[NonNeg]]
-    """Per device model: GPUs that must run in each period (guaranteed demand)."""
+    demand: dict[Identifier, list[NonNeg] | dict[Identifier, list[NonNeg]]]
+    """Per device model: GPUs that must run in each period (guaranteed demand), as one series or
+    as one series per tenant (summed for the plan, kept for the chargeback)."""
     spot_tolerant: dict[Identifier, Share] = Field(default_factory=dict)
     """Per device model: the share of its demand that may run on spot nodes (default 0)."""
+
+
+    def by_tenant(self) -> dict[str, dict[str, list[float]]]:
+        """Per device model, per tenant: the demand series (a single series is tenant ``all``)."""
+        return {m: (dict(v) if isinstance(v, dict) else {ALL: list(v)}) for m, v in self.demand.items()}
+
+    def totals(self) -> dict[str, list[float]]:
+        """Per device model: the demand summed over tenants."""
+        return {m: [float(x) for x in np.sum(list(v.values()), axis=0)] for m, v in self.by_tenant().items()}
+
+
+ALL = "all"
+"""Tenant name of demand given as one series per model."""
 
 
 class Demand(Frozen):
@@ -68,7 +83,7 @@ class Demand(Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> Demand:
-        lengths = {len(v) for s in self.scenarios for v in s.demand.values()}
+        lengths = {len(v) for s in self.scenarios for per in s.by_tenant().values() for v in per.values()}
         if len(lengths) > 1:
             raise ValueError(f"every demand series needs the same number of periods, got lengths {sorted(lengths)}")
         if lengths == {0}:
@@ -84,7 +99,7 @@ class Demand(Frozen):
     @property
     def periods(self) -> int:
         """Number of periods of the horizon."""
-        return len(next(iter(self.scenarios[0].demand.values()), []))
+        return len(next(iter(self.scenarios[0].totals().values()), []))
 
     @property
     def models(self) -> list[str]:
@@ -96,7 +111,7 @@ def cross_check(demand: Demand, pools: Pools) -> None:
     """Every device model with demand needs a pool type that sells it (InputError otherwise)."""
     sold = {p.model for p in pools.pools}
     issues = [InputIssue(f"scenarios[{i}].demand.{m}", "no_pool", f"no pool type sells device model {m!r}")
-              for i, s in enumerate(demand.scenarios) for m in s.demand if m not in sold and any(s.demand[m])]
+              for i, s in enumerate(demand.scenarios) for m, v in s.totals().items() if m not in sold and any(v)]
     issues += [InputIssue(f"scenarios[{i}].spot_tolerant.{m}", "unknown_model", f"{m!r} has no demand")
                for i, s in enumerate(demand.scenarios) for m in s.spot_tolerant if m not in s.demand]
     if issues:

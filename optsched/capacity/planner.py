@@ -50,6 +50,10 @@ class CapacityPlan(BaseModel):
     spot_node_hours: dict[str, float]
     """Expected spot node-hours per pool type over the horizon."""
     cost: CostSplit
+    cost_by_tenant: dict[str, float]
+    """Expected cost ($) attributed to tenants: each device model's cost (its pools' reserved,
+    on-demand and spot cost) split by the tenants' expected GPU-hours of demand on that model
+    (reserved idle time included: it is paid for the tenants of that model)."""
     reserved_utilisation: float
     """Expected share of reserved GPU-hours that guaranteed demand uses (reserved capacity is used
     first: it is paid anyway); 0 without reserved nodes."""
@@ -74,8 +78,8 @@ def _val(var: Any) -> float:
 def _arrays(demand: Demand, pools: Pools) -> tuple[dict[str, Any], ...]:
     """Per model m, scenario s: demand D[m][s] (periods,) and spot share tol[m][s]."""
     models = demand.models
-    d = {m: np.array([s.demand.get(m, [0.0] * demand.periods) for s in demand.scenarios], dtype=float)
-         for m in models}
+    totals = [s.totals() for s in demand.scenarios]
+    d = {m: np.array([t.get(m, [0.0] * demand.periods) for t in totals], dtype=float) for m in models}
     tol = {m: np.array([s.spot_tolerant.get(m, 0.0) for s in demand.scenarios]) for m in models}
     return d, tol
 
@@ -181,6 +185,18 @@ def plan_capacity(demand: Demand, pools: Pools, *, service_level: float = 1.0, t
         reserved=horizon * sum(p.reserved_per_node_hour * reserved[p.name] for p in pool_list),
         on_demand=sum(p.on_demand_per_node_hour * od_hours[p.name] for p in pool_list),
         spot=sum((p.spot_per_node_hour or 0.0) * spot_hours[p.name] for p in pool_list))
+    by_tenant: dict[str, float] = {}
+    for model, idx in by_model.items():
+        cost_m = sum(horizon * pool_list[i].reserved_per_node_hour * reserved[pool_list[i].name]
+                     + pool_list[i].on_demand_per_node_hour * od_hours[pool_list[i].name]
+                     + (pool_list[i].spot_per_node_hour or 0.0) * spot_hours[pool_list[i].name] for i in idx)
+        hours: dict[str, float] = {}
+        for s_i, sc in enumerate(demand.scenarios):
+            for tenant, series in sc.by_tenant().get(model, {}).items():
+                hours[tenant] = hours.get(tenant, 0.0) + prob[s_i] * float(np.sum(series))
+        total_h = sum(hours.values())
+        for tenant, hrs in hours.items():
+            by_tenant[tenant] = by_tenant.get(tenant, 0.0) + (cost_m * hrs / total_h if total_h else 0.0)
     used = total = 0.0
     for model, idx in by_model.items():
         cap = sum(pool_list[i].gpus_per_node * reserved[pool_list[i].name] for i in idx)
@@ -194,6 +210,7 @@ def plan_capacity(demand: Demand, pools: Pools, *, service_level: float = 1.0, t
     gap = None if bound is None or not math.isfinite(bound) else max(0.0, (best - bound) / max(abs(best), 1e-9))
     return CapacityPlan(
         reserved=reserved, on_demand_node_hours=od_hours, spot_node_hours=spot_hours, cost=split,
+        cost_by_tenant=by_tenant,
         reserved_utilisation=used / total if total else 0.0, service_level=1.0 - uncovered,
         status="optimal" if tc == TerminationCondition.optimal else str(tc.name),
         gap=gap, seconds=time.perf_counter() - start, build_seconds=built, variables=m.nvariables())

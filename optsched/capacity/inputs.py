@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import numpy as np
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from optsched.errors import InputError, InputIssue
 from optsched.model.base import Count, Frozen, Identifier, NonNeg, Positive
-from optsched.model.io import Source, problems_from_validation, read_document
+from optsched.model.io import Source, parse_document
 
 Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
@@ -118,22 +118,11 @@ def cross_check(demand: Demand, pools: Pools) -> None:
         raise InputError(issues)
 
 
-def _load(model: type[Demand] | type[Pools], source: Source) -> Demand | Pools:
-    try:
-        return model.model_validate(read_document(source))
-    except ValidationError as err:
-        raise InputError(problems_from_validation(err)) from None
-
-
 def load_demand(source: Source) -> Demand:
     """Load and validate a demand document (path, YAML/JSON text or mapping)."""
-    out = _load(Demand, source)
-    assert isinstance(out, Demand)
-    return out
+    return parse_document(Demand, source)
 
 
 def load_pools(source: Source) -> Pools:
     """Load and validate a pools document."""
-    out = _load(Pools, source)
-    assert isinstance(out, Pools)
-    return out
+    return parse_document(Pools, source)

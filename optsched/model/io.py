@@ -66,7 +66,8 @@ def read_document(source: Source) -> dict[str, Any]:
     return data
 
 
-def _parse(model: type[M], source: Source) -> M:
+def parse_document(model: type[M], source: Source) -> M:
+    """Read `source` and validate it as `model`; every problem becomes one `InputError`."""
     try:
         return model.model_validate(read_document(source))
     except ValidationError as err:
@@ -75,14 +76,14 @@ def _parse(model: type[M], source: Source) -> M:
 
 def load_cluster(source: Source) -> Cluster:
     """Load and fully validate a cluster document."""
-    cluster = _parse(Cluster, source)
+    cluster = parse_document(Cluster, source)
     validate_cluster(cluster)
     return cluster
 
 
 def load_queue(source: Source, cluster: Cluster | None = None) -> Queue:
     """Load a queue document; with `cluster`, also check its references against it."""
-    queue = _parse(Queue, source)
+    queue = parse_document(Queue, source)
     if cluster is not None:
         validate_queue(queue, cluster)
     return queue
@@ -90,7 +91,7 @@ def load_queue(source: Source, cluster: Cluster | None = None) -> Queue:
 
 def load_plan(source: Source) -> Plan:
     """Load a plan document (its rules are checked by `optsched.check`, not here)."""
-    return _parse(Plan, source)
+    return parse_document(Plan, source)
 
 
 def dump(doc: BaseModel, path: str | Path | None = None, *, fmt: str | None = None,

@@ -69,10 +69,8 @@ class KueueEngine(GreedyEngine):
         super().__init__(problem, STRATEGIES[PLACEMENT])
         p = problem
         self.evictions: dict[str, Eviction] = {}
-        self.running_left: dict[str, JobSpec] = {j.id: j for j in p.running}
-        """Running jobs not evicted so far."""
         self.alive = np.ones(len(p.running), dtype=bool)
-        """The same as a mask over `p.running`."""
+        """Running jobs not evicted so far (a mask over `p.running`)."""
         self.no_borrow = np.zeros((len(p.tenant_names), len(p.flavors)), dtype=bool)
         """Tenant/flavor pairs that reclaimed within nominal: they may not borrow later."""
         self.preemptors: dict[str, preemption.Preemptor] = {}
@@ -134,10 +132,10 @@ class KueueEngine(GreedyEngine):
         self.changed.extend(pl.node for v in victims for pl in v.placements)
 
     def _candidates(self, job: JobSpec, for_nodes: bool = False) -> list[tuple[JobSpec, str]]:
-        """Running jobs this job may evict under its tenant's policies, in the engine's victim
-        order, with the eviction reason (`preempted` in the tenant, `reclaimed` across the
-        cohort). With `for_nodes` (the job lacks node capacity, not quota), only jobs on nodes it
-        may use. Vectorised over the running jobs (`preemption.running_table`)."""
+        """Running jobs this job may evict under its tenant's policies, in Kueue's order, with the
+        eviction reason (`preempted` in the tenant, `reclaimed` across the cohort). With
+        `for_nodes` (the job lacks node capacity, not quota), only jobs on nodes it may use.
+        Vectorised over the running jobs (`preemption.running_table`)."""
         p = self.p
         tenants = p.cluster.tenants
         policy = tenants[job.tenant].preemption if job.tenant < len(tenants) else None
@@ -296,7 +294,8 @@ class KueueEngine(GreedyEngine):
                     and p.tenant_cohort[v.tenant] == p.tenant_cohort[job.tenant]
                     and bool(self._borrowing_now(v.tenant).any()))
 
-        holders = [v for v in self.running_left.values() if v.preemptible and v.priority >= job.priority
+        alive = [p.running[k] for k in np.flatnonzero(self.alive)]
+        holders = [v for v in alive if v.preemptible and v.priority >= job.priority
                    and any(usable[pl.node] for pl in v.placements) and protected(v)]
         allowed = [v for v, _ in self._candidates(job)]
         if not holders or self._fits_without(job, holders + allowed, allow_borrow=True, keep=False) is None:
@@ -335,7 +334,6 @@ class KueueEngine(GreedyEngine):
         within = self._within_nominal(job, uses)
         self.preemptors[job.id] = preemption.Preemptor(job, uses, within)
         for v, reason in chosen:
-            del self.running_left[v.id]
             self.alive[v.index] = False
             self.evicted_jobs.append(v)
             self.evictions[v.id] = Eviction(job=v.id, reason=reason, by=job.id,

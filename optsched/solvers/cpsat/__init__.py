@@ -81,8 +81,16 @@ jobs on mixed-cloud-10k at 2x load, benchmarks/results/tenancy.md), rounded up. 
 first only when the time limit holds two such passes (it preempts during the first `KUEUE_PREEMPTS` of it)."""
 
 
-KUEUE_PREEMPTS = 0.7
-"""Share of the time limit in which the Kueue candidate may preempt (then it defers)."""
+KUEUE_PREEMPTS = (0.5, 0.7)
+"""Share of the time limit in which the Kueue candidate may preempt (then it only admits what
+fits): the first below `KUEUE_LONG` greedy passes of time, the second above. On mixed-cloud-10k
+(1,000 jobs; Kueue alone 5.8-7.6 s on this machine), 0.5 vs 0.7 gave 0.87 / 0.65 / 0.76 vs 0.83 /
+0.62 / 0.67 of Kueue's value at 1 s (load 2), and 0.98 / 0.9993 / 0.98 vs 1.0 / 1.0 / 1.0 at 10 s
+(load 4), seeds 0-2 (a profile run beside benchmarks/results/cpsat.md)."""
+
+KUEUE_LONG = 10
+"""Greedy passes (`GREEDY_SECONDS_PER_JOB` x jobs) of time limit above which the Kueue candidate
+preempts for the longer share: a Kueue plan takes about 4-10 passes on mixed-cloud-10k."""
 
 
 MAX_EVICTABLE = 512
@@ -347,10 +355,9 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     kueue: Plan | None = None
     if hint is None and may_go and time_limit >= 2 * GREEDY_SECONDS_PER_JOB * len(p.jobs):
         # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
-        # the Kueue plan first, preempting in the first 70% of the time only (at 10 s, when Kueue
-        # took 6.8-8.0 s alone, a cut at 50% left cpsat 0.9794-0.9956 of its value, tenancy.md at
-        # commit 713fa75; the whole model rarely adds more than 0.2% to a complete Kueue plan)
-        kueue = _kueue_candidate(p, start, time_limit, seed, preempt_until=start + KUEUE_PREEMPTS * time_limit,
+        # the Kueue plan first, preempting in the first part of the time only (`KUEUE_PREEMPTS`)
+        share = KUEUE_PREEMPTS[time_limit >= KUEUE_LONG * GREEDY_SECONDS_PER_JOB * len(p.jobs)]
+        kueue = _kueue_candidate(p, start, time_limit, seed, preempt_until=start + share * time_limit,
                                  until=start + 0.85 * time_limit)
     if hint is None:
         from optsched.solve import solve_problem

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optsched.concerns.base import Violation
+from optsched.concerns.tenancy import preemption
 from optsched.ledger import EPS, flavor_use
 from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
@@ -107,20 +108,17 @@ def check(view: PlanView) -> list[Violation]:
             for rule, msg, vals in problems(view.problem, view.ledger.quota_used, touched)]
 
 
-def tenant_usage(view: PlanView) -> tuple[FArray, FArray]:
-    """(resources T x R, GPUs per model T x M) held by each tenant after the plan."""
+def tenant_usage(view: PlanView) -> FArray:
+    """Usage (T x fairness dimensions: each resource, then GPUs per device model, `_dims`) held
+    by each tenant after the plan."""
     p = view.problem
-    res = np.zeros((len(p.tenant_names), len(p.resources)))
-    gpus = np.zeros((len(p.tenant_names), len(p.models)))
+    usage = np.zeros((len(p.tenant_names), len(p.resources) + len(p.models)))
     held = [(j, [(pl.group, pl.node) for pl in j.placements]) for j in view.kept]
     held += [(j, [(r.group, r.node) for r in view.by_job[j.id]]) for j in view.placed_jobs()]
     for job, pls in held:
         for g, n in pls:
-            group = job.groups[g]
-            res[job.tenant] += group.req
-            if group.gpu > 0:
-                gpus[job.tenant, p.node_model[n]] += group.gpu
-    return res, gpus
+            usage[job.tenant] += _dims(p, job.groups[g], n)
+    return usage
 
 
 def term(view: PlanView) -> dict[str, float]:
@@ -134,9 +132,8 @@ def term(view: PlanView) -> dict[str, float]:
     p = view.problem
     if len(p.tenant_names) < 2:
         return {"fairness": 0.0}
-    res, gpus = tenant_usage(view)
     cap = _capacities(p)
-    ds = (np.concatenate([res, gpus], axis=1) / np.where(cap > 0, cap, np.inf)).max(axis=1)
+    ds = (tenant_usage(view) / np.where(cap > 0, cap, np.inf)).max(axis=1)
     fair = p.tenant_weight / p.tenant_weight.sum() * ds.sum()
     return {"fairness": float(np.abs(ds - fair).sum())}
 
@@ -263,9 +260,7 @@ def cpsat(r: CpsatRound) -> None:
         for f, amount in use:
             new.setdefault((job.tenant, f), []).append((amount, var))
     for job in r.evictable:
-        held = np.zeros(len(p.flavors))
-        for pl in job.placements:
-            held += flavor_use(p, job.groups[pl.group], pl.node)
+        held = preemption.held_flavors(p, job)
         for f in np.flatnonzero(held > 0).tolist():
             kept.setdefault((job.tenant, f), []).append((round(held[f] * scale), r.keep[p.running_index[job.id]]))
     base = r.base.quota_used

@@ -27,7 +27,7 @@ order is by admitted value in benchmarks/results/baselines.md."""
 
 def solver_names() -> list[str]:
     """Names accepted by `solve(..., solver=...)`."""
-    return ["auto", "cpsat", "kueue", *STRATEGIES]
+    return ["auto", "cpsat", "milp", "kueue", *STRATEGIES]
 
 
 EVALUATE_RESERVE = 0.1
@@ -60,6 +60,10 @@ def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_l
         from optsched.solvers.cpsat import solve_cpsat  # lazy: OR-Tools loads only when asked for
 
         return solve_cpsat(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
+    if solver == "milp":
+        from optsched.solvers.milp import solve_milp  # lazy, as cpsat
+
+        return solve_milp(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
     if solver == "kueue":
         from optsched.solvers.kueue import solve_kueue
 
@@ -104,9 +108,9 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         The validated input documents (`optsched.load_cluster`, `optsched.load_queue`).
     solver:
         ``"auto"`` (the best greedy plan found within the time limit), ``"cpsat"`` (the CP-SAT
-        round, docs/formulation.md), ``"kueue"`` (Kueue's admission, borrowing and preemption) or a
-        placement baseline (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``,
-        ``topo-best-fit``).
+        round, docs/formulation.md), ``"milp"`` (the same round model solved by HiGHS),
+        ``"kueue"`` (Kueue's admission, borrowing and preemption) or a placement baseline
+        (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``, ``topo-best-fit``).
     objective:
         None (admitted value, then disruption, topology, fragmentation), a mapping of term weights,
         or a sequence of term names for a lexicographic order.

@@ -480,7 +480,7 @@ def test_jobs_the_model_leaves_out_get_their_binding_reason() -> None:
     minimum replicas would break after the plan (the borrowing example: team-a-cq holds all 21
     CPUs of the cohort), and leaves `capacity` where quota would let the job in."""
     from optsched.model.plan import Deferred, Placement
-    from optsched.solvers.cpsat import NOT_ADMITTED, explain_deferred
+    from optsched.solvers.incumbent import NOT_ADMITTED, explain_deferred
 
     c = cluster([tenant("a", 9), tenant("b", 12)], nodes=2)
     jobs = [job(f"a-{i}", "a", submitted_at=i) for i in range(22)] + [job("c-0", "b", cpus=4)]

@@ -291,7 +291,10 @@ def cpsat(r: CpsatRound) -> None:
             for t in members:
                 nominal, used = round(p.nominal[t, f] * scale), round(base[t, f] * scale)
                 usage = used + usage_kept.get((t, f), 0) + usage_new.get((t, f), 0)
-                b = m.new_int_var(0, 10**12, f"borrow[{t},{f}]")
+                # its largest value: every variable of its usage at its upper bound (a tight
+                # bound keeps the MILP translation's big-M rows small)
+                most = used + sum(c * r.model_ub(v) for c, v in new.get((t, f), []) + kept.get((t, f), []))
+                b = m.new_int_var(0, max(most - nominal, 0), f"borrow[{t},{f}]")
                 m.add(b >= usage - nominal)  # Q2
                 if not math.isinf(p.borrow_limit[t, f]) and (t, f) in touched:
                     _enforce(m.add(b <= round(p.borrow_limit[t, f] * scale)), touched[(t, f)])

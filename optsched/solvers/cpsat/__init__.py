@@ -1,9 +1,8 @@
 """CP-SAT back end: the whole round as one OR-Tools CP-SAT model (docs/formulation.md).
 
-`solve_cpsat` first gets a plan without a model: the best greedy baselines, the `kueue` plan on a
-cluster with tenants (first, when running jobs may be evicted), and the best baseline rerun in the
-order guided by the value bound (`optsched.solvers.guided`); the best of them is the fallback and
-a complete hint. It then builds the shared variables (`CpsatRound`), asks each concern to add its
+`solve_cpsat` first gets a plan without a model (`optsched.solvers.incumbent`: the best greedy
+baselines, the `kueue` plan on a cluster with tenants, the LP-guided reruns); it is the fallback
+and a complete hint. It then builds the shared variables (`CpsatRound`), asks each concern to add its
 constraints and terms in the order of `ENCODINGS`, solves within what is left of the time limit,
 decodes node counts back to replicas, device indices and evictions, and checks the plan with the
 validator. Rounds too large for one model go to the eviction and placement neighbourhoods
@@ -30,12 +29,9 @@ from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
-from optsched.solvers import guided
-from optsched.solvers.bound import relaxed_base, value_bound
 from optsched.solvers.cpsat import evictions, neighbourhood
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
-from optsched.solvers.greedy import STRATEGIES
-from optsched.view import PlanView
+from optsched.solvers.incumbent import NOT_ADMITTED, finish_early, starting_plan
 
 ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("gang", gang.cpsat),  # admission, min/elastic replicas, ratios
@@ -75,32 +71,8 @@ and evaluating took 0.8 s more: a 10 s round took 11.1 s (benchmarks/results/cps
 reserve; 5.4e-4 s per job for the part after the solve, rounded up for the solver's overrun)."""
 
 
-GREEDY_SECONDS_PER_JOB = 3.5e-4
-"""A greedy pass over the queue takes about this long per job (best-fit: 0.23-0.25 s for 1,000
-jobs on mixed-cloud-10k at 2x load, benchmarks/results/tenancy.md), rounded up. The Kueue plan goes
-first only when the time limit holds two such passes (it preempts during the first `KUEUE_PREEMPTS` of it)."""
-
-
-KUEUE_PREEMPTS = (0.5, 0.7)
-"""Share of the time limit in which the Kueue candidate may preempt (then it only admits what
-fits): the first below `KUEUE_LONG` greedy passes of time, the second above. On mixed-cloud-10k
-(1,000 jobs; Kueue alone 5.8-7.6 s on this machine), 0.5 vs 0.7 gave 0.87 / 0.65 / 0.76 vs 0.83 /
-0.62 / 0.67 of Kueue's value at 1 s (load 2), and 0.98 / 0.9993 / 0.98 vs 1.0 / 1.0 / 1.0 at 10 s
-(load 4), seeds 0-2 (a profile run beside benchmarks/results/cpsat.md)."""
-
-KUEUE_LONG = 10
-"""Greedy passes (`GREEDY_SECONDS_PER_JOB` x jobs) of time limit above which the Kueue candidate
-preempts for the longer share: a Kueue plan takes about 4-10 passes on mixed-cloud-10k."""
-
-
 MAX_EVICTABLE = 512
 """Running jobs the model may evict (lowest priority, least work lost first); the others stay."""
-
-
-LP_SECONDS_PER_JOB = 1e-4
-"""Time the value bound is expected to take per queued job (0.039-0.061 s for 1,000 jobs on
-mixed-cloud-10k, benchmarks/results/bound.md; 0.12 s for 10,000 jobs, results/huge.md), rounded
-up: it is computed only when it should end within the time limit."""
 
 
 PRESOLVE_MAX_VARIABLES = 5000
@@ -192,24 +164,35 @@ def complete_hint(r: CpsatRound, time_limit: float, seed: int) -> tuple[str, lis
     hint plan passed the validator, so an exact model must accept it: an infeasible completion is
     a model bug. Returns (status name, values by variable index).
     """
-    fixed = r.model.clone()
-    for index, val in _primary_values(r).items():
-        domain = fixed.proto.variables[index].domain  # [lo, hi]: pin it to the hint's value
+    status, solver = solve_fixed(r, _primary_values(r), time_limit, seed)
+    return status, None if solver is None else list(solver.response_proto.solution)
+
+
+def solve_fixed(r: CpsatRound, fixed: dict[int, int], time_limit: float,
+                seed: int) -> tuple[str, cp_model.CpSolver | None]:
+    """CP-SAT on a copy of the model with the variables of `fixed` (proto index -> value) pinned
+    and no objective, stopping at the first solution: it completes a partial assignment, or
+    checks a complete one (another back end's solution, decoded through the returned solver).
+    Returns (status name, the solver when a solution was found)."""
+    pinned = r.model.clone()
+    for index, val in fixed.items():
+        domain = pinned.proto.variables[index].domain  # [lo, hi]: pin it to the value
         if len(domain) != 2 or not domain[0] <= val <= domain[1]:
             return "INFEASIBLE", None
         domain[0] = val
         domain[1] = val
-    fixed.clear_objective()
+    pinned.clear_objective()
+    pinned.clear_hints()
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
     solver.parameters.random_seed = seed
     solver.parameters.num_workers = 1
     solver.parameters.cp_model_presolve = False  # every choice is fixed: propagation completes it
     solver.parameters.stop_after_first_solution = True
-    status = solver.solve(fixed)
+    status = solver.solve(pinned)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver.status_name(status), None
-    return solver.status_name(status), list(solver.response_proto.solution)
+    return solver.status_name(status), solver
 
 
 def objective_at(r: CpsatRound, values: list[int]) -> float:
@@ -283,46 +266,6 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats, *,
     return None if evictions is None else plan.model_copy(update={"evictions": [*plan.evictions, *evictions]})
 
 
-NOT_ADMITTED = "not admitted by the CP-SAT model"
-
-
-def explain_deferred(p: Problem, plan: Plan) -> Plan:
-    """Give the jobs the model left out their binding reason: `quota` (the rule, flavor and
-    amount their minimum replicas would break after the plan) where quota binds, else `capacity`."""
-    if not any(d.detail.startswith(NOT_ADMITTED) for d in plan.deferred) or not len(p.flavors):
-        return plan
-    used = PlanView(p, plan).ledger.quota_used
-    out = []
-    for d in plan.deferred:
-        why = quota.deferral(p, used, p.jobs[p.job_index[d.job]]) if d.detail.startswith(NOT_ADMITTED) else None
-        out.append(d if why is None else Deferred(job=d.job, reason="quota", detail=why))
-    return plan.model_copy(update={"deferred": out})
-
-
-def finish_early(p: Problem, plan: Plan, start: float, seed: int, reason: str) -> Plan:
-    """Return the greedy plan as a `fallback` without building a model."""
-    stats = plan.solver.model_copy(update={"name": "cpsat", "status": "fallback", "seed": seed,
-                                           "wall_s": time.perf_counter() - start,
-                                           "extra": {"hint": plan.solver.name, "reason": reason}})
-    terms = plan.objective or evaluate_problem(p, plan).objective()
-    return plan.model_copy(update={"objective": terms, "solver": stats})
-
-
-def _kueue_candidate(p: Problem, start: float, time_limit: float, seed: int, *, preempt_until: float | None,
-                     until: float) -> Plan | None:
-    """The `kueue` plan by `until` (perf_counter seconds), evaluated; it may be cut by the clock
-    (jobs deferred for `time_limit`: it is still valid, and its queue order put the most important
-    jobs first, so it competes with the other candidates as it is)."""
-    from optsched.solvers.kueue import solve_kueue
-
-    now = time.perf_counter()
-    if now >= until:
-        return None
-    plan = solve_kueue(p, time_limit=until - now, seed=seed,
-                       preempt_within=None if preempt_until is None else max(0.0, preempt_until - now))
-    return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
-
-
 def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
                 num_workers: int = 2, max_candidates: int | None = None, started: float | None = None,
                 hint: Plan | None = None, deterministic: bool = False, neighbourhoods: bool | None = None) -> Plan:
@@ -348,69 +291,19 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
         max_candidates = candidate_cap(p)
     model_s = SECONDS_PER_CANDIDATE * max_candidates * sum(len(j.groups) for j in p.jobs)
     whole_model = model_s <= 0.4 * time_limit if neighbourhoods is None else not neighbourhoods
-    extra: dict[str, Any] = {}
-    # running jobs some queued job may evict: the bound treats them as gone, the model decides
-    may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
-    relaxed = relaxed_base(p)
-    kueue: Plan | None = None
-    if hint is None and may_go and time_limit >= 2 * GREEDY_SECONDS_PER_JOB * len(p.jobs):
-        # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
-        # the Kueue plan first, preempting in the first part of the time only (`KUEUE_PREEMPTS`)
-        share = KUEUE_PREEMPTS[time_limit >= KUEUE_LONG * GREEDY_SECONDS_PER_JOB * len(p.jobs)]
-        kueue = _kueue_candidate(p, start, time_limit, seed, preempt_until=start + share * time_limit,
-                                 until=start + 0.85 * time_limit)
-    if hint is None:
-        from optsched.solve import solve_problem
-
-        # the first baseline may use the whole budget; more of them only within half of it (90% when
-        # the search works on neighbourhoods: no model to build, and on mixed-cloud-10k at 1 s a
-        # second baseline is worth more than a neighbourhood step, benchmarks/results/cpsat.md)
-        hint = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit, seed=seed,
-                             started=start, more_within=(0.5 if whole_model else 0.9) * time_limit)
-    fallback = hint
-    cut = any(d.reason == "time_limit" for d in fallback.deferred)
-    if kueue is None and p.cluster.tenants and not cut \
-            and time.perf_counter() < start + (0.5 if whole_model else 0.9) * time_limit:
-        # a multi-tenant round: the Kueue plan (admission order, borrowing) is a candidate
-        kueue = _kueue_candidate(p, start, time_limit, seed, preempt_until=None,
-                                 until=start + (0.5 if whole_model else 0.9) * time_limit)
-    if kueue is not None:
-        terms = kueue.objective or {}
-        kueue_cut = any(d.reason == "time_limit" for d in kueue.deferred)
-        extra["kueue"] = {"admitted_value": terms["admitted_value"], "disruption": terms["disruption"],
-                          "cut": kueue_cut}
-        if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
-            fallback, cut = kueue, kueue_cut  # Kueue's order wins ties
-    if cut:  # no time left for a model
-        return finish_early(p, fallback, start, seed, "the greedy hint used the whole budget")
-    if whole_model and neighbourhoods is None and fallback.evictions and goal.tolerance > EXACT:
+    begin = starting_plan(p, "cpsat", objective=objective, time_limit=time_limit, seed=seed, start=start,
+                          hint=hint, share=0.5 if whole_model else 0.9)
+    if begin.cut:  # no time left for a model
+        return finish_early(p, "cpsat", begin.fallback, start, seed, "the greedy hint used the whole budget")
+    extra = begin.extra
+    if whole_model and neighbourhoods is None and begin.fallback.evictions and goal.tolerance > EXACT:
         # "as much value, then the least lost work": the eviction steps, not one model (on
         # mixed-cloud-10k the whole model found no plan better than Kueue's in 60 s; the steps cut
         # its lost work at equal value: benchmarks/results/tenancy.md)
         whole_model = False
         extra["route"] = "eviction steps: the hint evicts and the objective has a tolerance"
-    lp_s = LP_SECONDS_PER_JOB * len(p.jobs)
-    lp = value_bound(p, relaxed) if time.perf_counter() + lp_s < start + time_limit else None
-    if lp is not None:
-        extra["value_bound"] = {"value": lp.value, "s": round(lp.seconds, 4), "status": lp.status}
-        base_strategy = fallback.solver.name.split(":")[-1]
-        fallback, extra["guided"] = guided.guided_plan(
-            p, lp, [s for s in (base_strategy, "first-fit", "best-fit") if s in STRATEGIES], goal=goal, seed=seed,
-            incumbent=fallback, deadline=start + (0.5 if whole_model else 0.9) * time_limit)
-    extra["hint"] = fallback.solver.name
-    fallback_terms = fallback.objective or evaluate_problem(p, fallback).objective()
-
-    def finish(plan: Plan, status: str, *, model_bound: float | None = None, **more: Any) -> Plan:
-        """Stamp the plan; bound = the tighter of the LP bound and an exact model's bound."""
-        terms = fallback_terms if plan is fallback else (plan.objective or evaluate_problem(p, plan).objective())
-        bounds = [b for b in (None if lp is None else lp.value, model_bound) if b is not None]
-        bound = min(bounds) if bounds else None
-        gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(abs(bound), 1e-9))
-        plan = explain_deferred(p, plan)
-        stats = plan.solver.model_copy(update={
-            "name": "cpsat", "status": status, "wall_s": time.perf_counter() - start, "seed": seed,
-            "extra": {**extra, **more}, "bound": bound, "gap": gap})
-        return plan.model_copy(update={"objective": terms, "solver": stats})
+    begin.guide(time_limit, 0.5 if whole_model else 0.9)
+    fallback, fallback_terms, finish, may_go = begin.fallback, begin.fallback_terms, begin.finish, begin.may_go
 
     if not whole_model:
         if start + 0.9 * time_limit - time.perf_counter() < 0.1 * time_limit:

@@ -1,0 +1,181 @@
+"""MILP back end: the CP-SAT round model solved by HiGHS (docs/formulation.md, "MILP back end").
+
+`solve_milp` starts like `cpsat` (`optsched.solvers.incumbent`: the best greedy plan, the Kueue
+plan on a multi-tenant round, the LP-guided reruns), builds the same round model through the same
+concern encodings (`CpsatRound`, `ENCODINGS`), and completes the start plan into a value of every
+variable. `translate.from_cpsat` turns the model into sparse MILP arrays; `highs.solve_levels`
+maximises the objective (a lexicographic order level by level) with a time limit and a relative
+MIP gap, from the start plan. HiGHS's solution is then pinned in the CP-SAT model (`solve_fixed`):
+CP-SAT must accept it (else the translation has a bug, reported in `solver.extra`) and decodes it
+into replicas, devices and evictions exactly as a CP-SAT solution. The plan is checked by the
+validator; the fallback is returned when nothing better was found.
+
+Unlike `cpsat`, there is no neighbourhood search: a round whose model cannot be built in the time
+limit returns the fallback (`auto` sends such rounds to `cpsat`, `optsched.solvers.backend`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from optsched.check import check_problem
+from optsched.concerns import value
+from optsched.latency import gc_paused
+from optsched.ledger import Ledger
+from optsched.metrics import evaluate_problem
+from optsched.model.plan import Plan, SolverStats
+from optsched.objective import EXACT, Objective, ObjectiveSpec
+from optsched.problem import Problem
+from optsched.solvers.cpsat import (
+    FINISH_SECONDS_PER_JOB,
+    MAX_EVICTABLE,
+    _decode,
+    candidate_cap,
+    complete_hint,
+    encode_all,
+    solve_fixed,
+)
+from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
+from optsched.solvers.incumbent import finish_early, starting_plan
+from optsched.solvers.milp.highs import Level, solve_levels
+from optsched.solvers.milp.translate import MilpArrays, UnsupportedConstraint, from_cpsat, linear
+
+MIP_GAP = 1e-4
+"""HiGHS's relative MIP gap at which a level counts as solved (HiGHS's default)."""
+
+
+def levels(r: CpsatRound, goal: Objective, n_cols: int, start: np.ndarray) -> tuple[list[Level], list[str]]:
+    """The objective as levels to maximise: one weighted level, or one per term of a lexicographic
+    order (then fewest evictions, as in `cpsat`); returns them and the terms the model lacks."""
+    names = list(goal.order if goal.weights is None else goal.weights)
+    unmodelled = [n for n in names if n not in r.terms]
+    if goal.weights is not None:
+        coef, const = np.zeros(n_cols), 0.0
+        for name, w in goal.weights.items():
+            if name in r.terms:
+                t = r.terms[name]
+                c, k = linear(t.expr, n_cols)
+                sign = (1.0 if t.maximise else -1.0) * w / t.scale
+                coef, const = coef + sign * c, const + sign * k
+        return [Level("weighted", coef, const)], unmodelled
+    ordered = [n for n in names if n in r.terms]
+    if "evictions" in r.terms:
+        ordered.append("evictions")
+    out = []
+    for name in ordered:
+        t = r.terms[name]
+        c, k = linear(t.expr, n_cols)
+        sign = 1.0 if t.maximise else -1.0
+        tolerance = goal.tolerance if goal.tolerance > EXACT and name != "evictions" else 0.0
+        coef = sign * c
+        out.append(Level(name, coef, sign * k, tolerance=tolerance,
+                         floor=float(coef @ start) if tolerance else None))  # never below the hint
+    return out, unmodelled
+
+
+def solve_milp(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
+               mip_gap: float = MIP_GAP, max_candidates: int | None = None, started: float | None = None,
+               hint: Plan | None = None) -> Plan:
+    """Solve the round's model with HiGHS within `time_limit` seconds (counted from `started`),
+    stopping a level at relative gap `mip_gap`. The garbage collector is paused meanwhile."""
+    with gc_paused():
+        return _solve_milp(p, objective=objective, time_limit=time_limit, seed=seed, mip_gap=mip_gap,
+                           max_candidates=max_candidates, started=started, hint=hint)
+
+
+def _solve_milp(p: Problem, *, objective: ObjectiveSpec, time_limit: float, seed: int, mip_gap: float,
+                max_candidates: int | None, started: float | None, hint: Plan | None) -> Plan:
+    start = time.perf_counter() if started is None else started
+    goal = Objective.parse(objective)
+    begin = starting_plan(p, "milp", objective=objective, time_limit=time_limit, seed=seed, start=start,
+                          hint=hint, share=0.5)
+    if begin.cut:
+        return finish_early(p, "milp", begin.fallback, start, seed, "the greedy hint used the whole budget")
+    begin.guide(time_limit, 0.5)
+    fallback, finish, extra = begin.fallback, begin.finish, begin.extra
+    cap = candidate_cap(p) if max_candidates is None else max_candidates
+    evictable = begin.may_go[:MAX_EVICTABLE]
+    base = Ledger.with_running(p)
+    for victim in evictable:
+        base.add_running(victim, sign=-1.0)
+    r = CpsatRound(p, base, list(p.jobs), max_candidates=cap, hint=fallback, evictable=evictable,
+                   wanted=goal.terms())
+    extra.update(max_candidates=cap, evictable=len(evictable))
+    t0 = time.perf_counter()
+    try:
+        encode_all(r, deadline=start + 0.8 * time_limit, variables_by=start + 0.7 * time_limit)
+    except BuildTimeout as exc:
+        return finish(fallback, "fallback", reason=f"time limit reached while building ({exc})")
+    extra["model_s"] = round(time.perf_counter() - t0, 4)
+    left = start + 0.9 * time_limit - time.perf_counter()
+    hint_status, values = complete_hint(r, 0.4 * max(left, 0.0), seed)
+    extra["hint_status"] = hint_status
+    if values is None:
+        return finish(fallback, "fallback", reason=f"hint completion {hint_status} (a model bug if INFEASIBLE)")
+    t0 = time.perf_counter()
+    try:
+        arrays = from_cpsat(r.model)
+    except UnsupportedConstraint as exc:
+        return finish(fallback, "fallback", reason=f"the model does not translate ({exc}): a bug")
+    start_values = arrays.extend(values)
+    chain, unmodelled = levels(r, goal, arrays.n_cols, start_values)
+    extra.update(translate_s=round(time.perf_counter() - t0, 4), columns=arrays.n_cols, rows=arrays.n_rows,
+                 nonzeros=int(arrays.a.nnz), unmodelled_terms=unmodelled, truncated_groups=r.truncated)
+    reserve = max(0.05 * time_limit, FINISH_SECONDS_PER_JOB * (len(p.jobs) + len(p.running)))
+    deadline = start + time_limit - reserve
+    if deadline - time.perf_counter() <= 0.01:
+        return finish(fallback, "fallback", reason="time limit spent before solving")
+    t0 = time.perf_counter()
+    outcome = solve_levels(arrays, chain, start_values=start_values, deadline=deadline, mip_gap=mip_gap, seed=seed)
+    extra.update(solve_s=round(time.perf_counter() - t0, 4), highs_status=outcome.status,
+                 levels_solved=outcome.levels_solved, levels=len(chain),
+                 trace=[(round(s, 4), v, b) for s, v, b in outcome.trace])
+    if outcome.values is None:
+        return finish(fallback, "fallback", reason=f"HiGHS found no solution ({outcome.status})")
+    return _finish_solution(p, r, arrays, outcome.values, chain, goal, begin.fallback_terms, finish, fallback,
+                            bound=outcome.bound, gap=outcome.gap, optimal=outcome.optimal, seed=seed)
+
+
+def _finish_solution(p: Problem, r: CpsatRound, arrays: MilpArrays, col_values: np.ndarray, chain: list[Level],
+                     goal: Objective, fallback_terms: dict[str, float], finish: Any, fallback: Plan, *,
+                     bound: float | None, gap: float | None, optimal: bool, seed: int) -> Plan:
+    """Decode HiGHS's solution through the CP-SAT model, check it, and compare it with the fallback."""
+    solution = np.round(col_values[: arrays.n_model_vars]).astype(np.int64)
+    status, solver = solve_fixed(r, dict(enumerate(solution.tolist())), 1.0, seed)
+    if solver is None:
+        return finish(fallback, "fallback", reason=f"CP-SAT rejects HiGHS's solution ({status}): a translation bug")
+    decoded = _decode(r, solver, SolverStats(name="milp"))
+    if decoded is None:
+        return finish(fallback, "fallback", reason="decoding failed (a model bug)")
+    violations = check_problem(p, decoded)
+    if violations:
+        return finish(fallback, "fallback", reason="plan failed the check (a model bug)",
+                      violations=[str(v) for v in violations[:10]])
+    model_terms = {name: solver.value(t.expr) / t.scale for name, t in r.terms.items()}
+    model_bound: float | None = None
+    head = chain[0]
+    if bound is not None and head.name == "admitted_value":
+        scale = r.terms["admitted_value"].scale
+        # per-replica values are rounded to 1/VALUE_SCALE in the model (as in cpsat)
+        model_bound = (bound + head.constant) / scale \
+            + sum(g.rmax for j in r.jobs for g in j.groups) * 0.5 / value.VALUE_SCALE
+    if r.truncated and model_bound is not None:  # the model's bound is not one of the round
+        model_bound = None
+    terms = evaluate_problem(p, decoded).objective()
+    if goal.better(fallback_terms, terms):
+        return finish(fallback, "fallback", reason="MILP plan not better than the hint", model_bound=model_bound,
+                      model_terms=model_terms)
+    status_name = "optimal" if optimal else "feasible"
+    if gap == 0.0 and model_bound is not None:  # proven optimal: the rounding slack is not a gap (as cpsat)
+        model_bound = terms["admitted_value"]
+    if not goal.better(terms, fallback_terms) and len(decoded.evictions) >= len(fallback.evictions):
+        return finish(fallback, status_name, model_bound=model_bound, tie="hint kept", model_terms=model_terms,
+                      model_plan_terms=terms)
+    return finish(decoded.model_copy(update={"objective": terms}), status_name, model_bound=model_bound,
+                  model_terms=model_terms)
+
+
+__all__ = ["MIP_GAP", "solve_milp"]

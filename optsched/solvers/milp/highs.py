@@ -1,0 +1,139 @@
+"""Solving the translated round with HiGHS (highspy): one objective, or a lexicographic chain.
+
+A lexicographic order is solved level by level (preemptive goal programming): maximise level 1;
+add the row ``c_1 x >= best_1 - slack`` (slack 0 for an exact order, else the tolerance's share of
+``|best_1|``, never below the hint's value); maximise level 2 from the previous solution; and so
+on. Each level starts from the previous level's solution (`setSolution`), so a level cut by the
+clock still returns a plan at least as good as the hint. HiGHS reports every improving solution
+and its dual bound through a callback: the trace gives the time to the first plan and to a gap.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import highspy
+import numpy as np
+
+from optsched.problem import FArray
+from optsched.solvers.milp.translate import INFINITE, MilpArrays
+
+
+@dataclass
+class Level:
+    """One objective to maximise: ``coef x + constant``."""
+
+    name: str
+    coef: FArray
+    constant: float = 0.0
+    tolerance: float = 0.0
+    """Relative share of this level's best value the next levels may give up (0: exact)."""
+    floor: float | None = None
+    """The next levels keep this level at least here (the hint's value, for a tolerance)."""
+
+
+@dataclass
+class Outcome:
+    """What HiGHS returned for the chain of levels."""
+
+    values: FArray | None
+    """Column values of the last solution (None: no solution at all)."""
+    status: str
+    """HiGHS's model status of the first level (``Optimal``, ``Time limit reached``, ...)."""
+    optimal: bool
+    """Every level solved to optimality (within `mip_gap`)."""
+    bound: float | None
+    """HiGHS's dual bound of the first level (in its units)."""
+    gap: float | None
+    """HiGHS's relative MIP gap of the first level."""
+    levels_solved: int
+    trace: list[tuple[float, float, float]] = field(default_factory=list)
+    """First level: (seconds, incumbent, dual bound) at each improving solution and at the end."""
+
+
+def quiet_highs() -> highspy.Highs:
+    """A `Highs` with output off before its first message: HiGHS prints a banner to stdout when
+    the first one is made, which would corrupt a plan written to stdout."""
+    try:
+        h = highspy.Highs.__new__(highspy.Highs)
+        highspy._core._Highs.__init__(h)
+        h.setOptionValue("output_flag", False)
+        h.callbacks = [highspy.HighsCallback(highspy.cb.HighsCallbackType(i), h)
+                       for i in range(int(highspy.cb.HighsCallbackType.kCallbackMax) + 1)]
+        h.enableCallbacks()
+    except (AttributeError, TypeError):  # another highspy layout: the banner is harmless elsewhere
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+    return h
+
+
+def _load(h: highspy.Highs, m: MilpArrays) -> None:
+    """Pass the arrays to HiGHS (row-wise CSR, every column integer, maximise)."""
+    a = m.a
+    inf = highspy.kHighsInf
+    lo = np.where(m.row_lo <= -INFINITE, -inf, m.row_lo)
+    hi = np.where(m.row_hi >= INFINITE, inf, m.row_hi)
+    h.passModel(m.n_cols, m.n_rows, int(a.nnz), int(highspy.MatrixFormat.kRowwise), int(highspy.ObjSense.kMaximize),
+                0.0, np.zeros(m.n_cols), m.lb, m.ub, lo, hi, a.indptr.astype(np.int32), a.indices.astype(np.int32),
+                a.data.astype(np.float64), np.ones(m.n_cols, dtype=np.int32))
+
+
+def solve_levels(m: MilpArrays, levels: list[Level], *, start_values: FArray, deadline: float, mip_gap: float,
+                 seed: int, first_share: float = 0.7) -> Outcome:
+    """Maximise the levels in order by `deadline` (perf_counter seconds), from `start_values` (a
+    feasible assignment of every column). The first level gets `first_share` of the time; each
+    later one an equal part of what is left."""
+    if m.n_cols == 0:  # nothing to decide (HiGHS calls the model empty): the empty solution is optimal
+        return Outcome(np.zeros(0), "Optimal", True, 0.0, 0.0, len(levels))
+    h = quiet_highs()
+    _load(h, m)
+    h.setOptionValue("mip_rel_gap", float(mip_gap))
+    h.setOptionValue("random_seed", int(seed))
+    trace: list[tuple[float, float, float]] = []
+    t0 = time.perf_counter()
+
+    def improving(event: highspy.HighsCallbackEvent) -> None:
+        out = event.data_out
+        trace.append((time.perf_counter() - t0, float(out.objective_function_value), float(out.mip_dual_bound)))
+
+    values = np.asarray(start_values, dtype=np.float64)
+    status, bound, gap, optimal, solved = "Not solved", None, None, True, 0
+    for i, level in enumerate(levels):
+        left = deadline - time.perf_counter()
+        if left <= 0.01:
+            optimal = False
+            break
+        share = first_share if i == 0 and len(levels) > 1 else 1.0 / (len(levels) - i)
+        h.setOptionValue("time_limit", max(0.01, left * share))
+        h.changeColsCost(m.n_cols, np.arange(m.n_cols, dtype=np.int32), level.coef)
+        h.setSolution(m.n_cols, np.arange(m.n_cols, dtype=np.int32), values)
+        if i == 0:
+            h.cbMipImprovingSolution.subscribe(improving)
+        h.run()
+        if i == 0:
+            h.cbMipImprovingSolution.unsubscribe(improving)
+        model_status = h.getModelStatus()
+        info = h.getInfo()
+        level_optimal = model_status == highspy.HighsModelStatus.kOptimal
+        if info.primal_solution_status != highspy.kSolutionStatusFeasible:
+            if i == 0:
+                return Outcome(None, h.modelStatusToString(model_status), False, None, None, 0, trace)
+            optimal = False
+            break
+        values = np.asarray(h.getSolution().col_value, dtype=np.float64)
+        solved += 1
+        optimal = optimal and level_optimal
+        if i == 0:
+            status = h.modelStatusToString(model_status)
+            bound, gap = float(info.mip_dual_bound), float(info.mip_gap)
+            trace.append((time.perf_counter() - t0, float(info.objective_function_value), bound))
+        if i + 1 < len(levels):  # keep this level for the next ones
+            best = float(level.coef @ np.round(values))
+            keep_at = math.ceil(best - level.tolerance * abs(best) - 1e-6)
+            if level.floor is not None:
+                keep_at = max(keep_at, math.ceil(level.floor - 1e-6))
+            nz = np.flatnonzero(level.coef)
+            h.addRow(float(min(keep_at, best)), highspy.kHighsInf, len(nz), nz.astype(np.int32), level.coef[nz])
+    return Outcome(values, status, optimal, bound, gap, solved, trace)

@@ -22,11 +22,14 @@ only per-row Python work, and it visits only the enforced rows.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model, cp_model_helper
 
 from optsched.problem import FArray, IArray
@@ -85,8 +88,8 @@ class _Rows:
     """Coordinate triplets of the rows and, per row, its sides and enforcement literals."""
 
     def __init__(self, lb: list[float], ub: list[float]) -> None:
-        self.cols: list[list[int]] = []
-        self.vals: list[list[float]] = []
+        self.cols: list[IArray] = []
+        self.vals: list[FArray] = []
         self.lo: list[float] = []
         self.hi: list[float] = []
         self.enforced: list[tuple[int, list[int]]] = []
@@ -100,16 +103,14 @@ class _Rows:
 
     def add(self, refs: Any, coeffs: Any, lo: float, hi: float, enforcement: Any = ()) -> None:
         """Row ``lo <= sum coeffs * lit(refs) <= hi``; a negative ref ``-i-1`` is ``1 - x_i``."""
-        cols: list[int] = []
-        vals: list[float] = []
-        for ref, c in zip(refs, coeffs, strict=True):
-            if ref >= 0:
-                cols.append(ref)
-                vals.append(float(c))
-            else:  # c (1 - x) = c - c x
-                cols.append(-ref - 1)
-                vals.append(-float(c))
-                lo, hi = lo - c, hi - c
+        cols = np.asarray(refs, dtype=np.int64)
+        vals = np.asarray(coeffs, dtype=np.float64)
+        negated = cols < 0
+        if negated.any():  # c (1 - x) = c - c x
+            shift = float(vals[negated].sum())
+            cols = np.where(negated, -cols - 1, cols)
+            vals = np.where(negated, -vals, vals)
+            lo, hi = lo - shift, hi - shift
         self.cols.append(cols)
         self.vals.append(vals)
         self.lo.append(lo)
@@ -118,39 +119,54 @@ class _Rows:
             self.enforced.append((len(self.lo) - 1, list(enforcement)))
 
 
+def _proto(model: cp_model.CpModel) -> cp_model_pb2.CpModelProto:
+    """The model as a protobuf message: the C++ proto's fields cost about 1 us per element to read
+    from Python, the serialised copy's about 0.2 (0.7 s vs 0.13 s for the 657k coefficients of a
+    mixed-cloud-10k round with 300 jobs, a profile); exporting and parsing takes 0.04 s. The whole
+    translation of that round took 2.0 s from the C++ proto and 0.79 s from the copy."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "round.pb"
+        if not model.export_to_file(str(path)):
+            raise UnsupportedConstraint("CP-SAT could not export the model")
+        out = cp_model_pb2.CpModelProto()
+        out.ParseFromString(path.read_bytes())
+    return out
+
+
 def from_cpsat(model: cp_model.CpModel) -> MilpArrays:
     """The MILP of a CP-SAT model (module docstring); the objective is not read (see `linear`)."""
-    proto = model.proto
+    proto = _proto(model)
     lb = [float(v.domain[0]) for v in proto.variables]
-    ub = [float(v.domain[len(v.domain) - 1]) for v in proto.variables]
+    ub = [float(v.domain[-1]) for v in proto.variables]
     n_model = len(lb)
     rows = _Rows(lb, ub)
     for ct in proto.constraints:
         enf = ct.enforcement_literal
-        if ct.has_linear():
+        kind = ct.WhichOneof("constraint")
+        if kind == "linear":
             lin = ct.linear
             domain = lin.domain
             if len(domain) != 2:
                 raise UnsupportedConstraint(f"linear constraint with a domain of {len(domain) // 2} intervals")
             rows.add(lin.vars, lin.coeffs, _side(domain[0]), _side(domain[1]), enf)
-        elif ct.has_bool_or():
+        elif kind == "bool_or":
             lits = list(ct.bool_or.literals)
             rows.add(lits, [1] * len(lits), 1.0, INFINITE, enf)
-        elif ct.has_bool_and():
+        elif kind == "bool_and":
             for lit in ct.bool_and.literals:
                 rows.add([lit], [1], 1.0, 1.0, enf)
-        elif ct.has_at_most_one():
+        elif kind == "at_most_one":
             lits = list(ct.at_most_one.literals)
             rows.add(lits, [1] * len(lits), -INFINITE, 1.0, enf)
-        elif ct.has_exactly_one():
+        elif kind == "exactly_one":
             lits = list(ct.exactly_one.literals)
             rows.add(lits, [1] * len(lits), 1.0, 1.0, enf)
-        elif ct.has_lin_max():
+        elif kind == "lin_max":
             if len(enf):
                 raise UnsupportedConstraint("enforced lin_max")
             _lin_max(rows, ct.lin_max)
         else:
-            raise UnsupportedConstraint(f"constraint {ct} has no linear form here")
+            raise UnsupportedConstraint(f"a {kind} constraint has no linear form here")
     return _assemble(rows, n_model)
 
 
@@ -194,8 +210,8 @@ def _assemble(rows: _Rows, n_model: int) -> MilpArrays:
     lb, ub = np.asarray(rows.lb, dtype=np.float64), np.asarray(rows.ub, dtype=np.float64)
     lengths = np.fromiter((len(c) for c in rows.cols), dtype=np.int64, count=len(rows.cols))
     row_of = np.repeat(np.arange(len(rows.cols)), lengths)
-    cols: IArray = np.fromiter((c for cs in rows.cols for c in cs), dtype=np.int64, count=int(lengths.sum()))
-    vals: FArray = np.fromiter((v for vs in rows.vals for v in vs), dtype=np.float64, count=int(lengths.sum()))
+    cols: IArray = np.concatenate(rows.cols) if rows.cols else np.zeros(0, dtype=np.int64)
+    vals: FArray = np.concatenate(rows.vals) if rows.vals else np.zeros(0)
     lo, hi = np.asarray(rows.lo, dtype=np.float64), np.asarray(rows.hi, dtype=np.float64)
     # activity bounds of every row, vectorised over the triplets
     act_lo = np.bincount(row_of, weights=np.minimum(vals * lb[cols], vals * ub[cols]), minlength=len(lo))
@@ -204,7 +220,7 @@ def _assemble(rows: _Rows, n_model: int) -> MilpArrays:
     extra_rows: list[tuple[list[int], list[float], float, float]] = []
     for r, enforcement in rows.enforced:
         keep[r] = False
-        base_cols, base_vals = rows.cols[r], rows.vals[r]
+        base_cols, base_vals = rows.cols[r].tolist(), rows.vals[r].tolist()
         k = len(enforcement)
         # slack s = k - sum e_i (0 when every literal holds); a literal `not x` is 1 - x
         s_cols = [e if e >= 0 else -e - 1 for e in enforcement]

@@ -136,7 +136,7 @@ def test_backends_agree_on_optimal_values(data: tuple[Cluster, Queue]) -> None:
     c, q = data
     p = compile_problem(c, q)
     a = solve_cpsat(p, time_limit=10.0)
-    b = solve_milp(p, time_limit=10.0, mip_gap=0.0)
+    b = solve_milp(p, time_limit=10.0, mip_gap=0.0, verify=True)
     assert check_problem(p, a) == [] and check_problem(p, b) == []
     assert "bug" not in str(b.solver.extra.get("reason", "")), b.solver.extra
     if a.solver.status != "optimal" or b.solver.status != "optimal":
@@ -152,7 +152,7 @@ def test_backends_agree_on_optimal_values(data: tuple[Cluster, Queue]) -> None:
 def test_plans_are_valid_and_no_worse_than_the_hint(data: tuple[Cluster, Queue]) -> None:
     c, q = data
     p = compile_problem(c, q)
-    plan = solve_milp(p, time_limit=5.0)
+    plan = solve_milp(p, time_limit=5.0, verify=True)
     assert check_problem(p, plan) == [], plan.solver.extra
     assert "bug" not in str(plan.solver.extra.get("reason", "")), plan.solver.extra
     hint = evaluate_problem(p, solve_greedy(p, "best-fit")).objective()
@@ -167,7 +167,7 @@ def test_contended_rounds_are_valid_and_no_worse_than_kueue(data: tuple[Cluster,
     """Evictions, quota and cohorts go through the translation too (enforced rows, maxima)."""
     c, q = data
     p = compile_problem(c, q)
-    plan = solve_milp(p, time_limit=5.0)
+    plan = solve_milp(p, time_limit=5.0, verify=True)
     assert check_problem(p, plan) == [], plan.solver.extra
     assert "bug" not in str(plan.solver.extra.get("reason", "")), plan.solver.extra
     kueue = evaluate_problem(p, solve_kueue(p)).objective()

@@ -266,6 +266,22 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats, *,
     return None if evictions is None else plan.model_copy(update={"evictions": [*plan.evictions, *evictions]})
 
 
+class _Trace(cp_model.CpSolverSolutionCallback):
+    """Each solution's admitted value and the bound on it at that moment (seconds from the call's
+    start): the benchmark's time to the first plan and to a gap (`benchmarks/milp.py`)."""
+
+    def __init__(self, start: float, term: Any, weight: int, lower: float) -> None:
+        super().__init__()
+        self.start, self.term, self.weight, self.lower = start, term, weight, lower
+        self.rows: list[tuple[float, float, float]] = []
+
+    def on_solution_callback(self) -> None:
+        # objective = w_v * V - (lower terms, below w_v in total), as for the model bound
+        bound = math.floor((self.best_objective_bound + self.lower) / self.weight + 1e-9) / self.term.scale
+        self.rows.append((round(time.perf_counter() - self.start, 4), self.value(self.term.expr) / self.term.scale,
+                          bound))
+
+
 def solve_cpsat(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
                 num_workers: int = 2, max_candidates: int | None = None, started: float | None = None,
                 hint: Plan | None = None, deterministic: bool = False, neighbourhoods: bool | None = None) -> Plan:
@@ -368,11 +384,11 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     if left <= 0:
         return finish(fallback, "fallback", reason="time limit spent before solving")
 
-    def run(seconds: float) -> tuple[cp_model.CpSolver, Any]:
+    def run(seconds: float, trace: _Trace | None = None) -> tuple[cp_model.CpSolver, Any]:
         s = cp_model.CpSolver()
         solver_parameters(s, time_limit=seconds, seed=seed, num_workers=num_workers, deterministic=deterministic,
                           n_variables=len(r.model.proto.variables))
-        return s, s.solve(r.model)
+        return s, s.solve(r.model, trace)
 
     ordered = [n for n in goal.order if n in r.terms] if goal.weights is None else []
     first_bound: float | None = None
@@ -397,7 +413,13 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
             solver, status = second, (cp_model.FEASIBLE if status2 == cp_model.OPTIMAL else status2)
         extra["phases"] = 2
     else:
-        solver, status = run(left)
+        trace = None
+        if goal.weights is None and ordered and ordered[0] == "admitted_value":
+            lower = sum(r.term_ub.get(n, 0) * w for n, w in weights.items() if n != "admitted_value")
+            trace = _Trace(start, r.terms["admitted_value"], weights["admitted_value"], lower)
+        solver, status = run(left, trace)
+        if trace is not None:
+            extra["trace"] = trace.rows
     extra["solve_s"] = time.perf_counter() - start - extra["build_s"]
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         invalid = r.model.validate() if status == cp_model.MODEL_INVALID else ""  # a model bug: say why

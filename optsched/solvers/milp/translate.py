@@ -264,3 +264,22 @@ def linear(expr: Any, n_cols: int) -> tuple[FArray, float]:
     idx = np.fromiter((v.index for v in flat.vars), dtype=np.int64, count=len(flat.vars))
     np.add.at(coef, idx, np.asarray(flat.coeffs, dtype=np.float64))
     return coef, float(flat.offset)
+
+
+class Assignment:
+    """Values of a CP-SAT model's variables read like a `CpSolver`'s (`value(expr)`), so that the
+    CP-SAT decoding (`optsched.solvers.cpsat._decode`) turns a MILP solution into a plan."""
+
+    def __init__(self, values: IArray) -> None:
+        self.values = values
+
+    def value(self, expr: Any) -> int:
+        if isinstance(expr, int):
+            return expr
+        if isinstance(expr, cp_model_helper.IntVar):
+            return int(self.values[expr.index])
+        if isinstance(expr, cp_model_helper.NotBooleanVariable):
+            return 1 - int(self.values[-expr.index - 1])
+        flat = cp_model_helper.FlatIntExpr(expr)
+        return int(flat.offset) + sum(int(c) * int(self.values[v.index])
+                                      for v, c in zip(flat.vars, flat.coeffs, strict=True))

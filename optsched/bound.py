@@ -5,7 +5,10 @@ the round, greedy or optimised, so that "how far from optimal is this heuristic?
 reported the same way for all of them: ``gap = (bound - admitted value) / bound``. It is the
 aggregate LP relaxation of `optsched.solvers.bound` (docs/formulation.md, "Value bound") solved by
 HiGHS, with every running job that some queued job may evict treated as gone (a plan may evict
-them, so the bound must not count their devices as taken).
+them, so the bound must not count their devices as taken). When the whole round model is cheap to
+build (`EXACT_SHARE`), or when asked (`exact=True`), HiGHS also bounds the round model itself
+(`optsched.solvers.milp.model_bound`: every eligible node a candidate, every evictable job free
+to go), and the tighter of the two is returned. Both hold for plans on existing nodes.
 """
 
 from __future__ import annotations
@@ -32,11 +35,16 @@ class Bound(BaseModel):
     value: float | None
     """No plan of the round scores more on `term`; None when the relaxation failed (see status)."""
     method: str
-    """How it was obtained: ``lp-aggregate`` (HiGHS on the aggregate relaxation)."""
+    """How it was obtained: ``lp-aggregate`` (HiGHS on the aggregate relaxation) or ``milp-round``
+    (HiGHS's dual bound on the whole round model, when tighter)."""
     status: str
     """The LP's status (``optimal`` when the bound is valid)."""
     seconds: float
     """Wall time of the bound, compilation excluded."""
+    lp_value: float | None = None
+    """The aggregate LP's value (equal to `value` when that is the method)."""
+    model_status: str | None = None
+    """HiGHS's status on the round model, or why it was not tried (None: not tried)."""
 
     def gap(self, achieved: float) -> float | None:
         """Relative gap of a plan scoring `achieved`: (bound - achieved) / bound, >= 0."""
@@ -45,7 +53,8 @@ class Bound(BaseModel):
         return max(0.0, (self.value - achieved) / max(abs(self.value), 1e-9))
 
 
-def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float = 10.0) -> Bound:
+def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float = 10.0,
+                  exact: bool | None = None) -> Bound:
     """`bound` on a compiled problem."""
     goal = Objective.parse(objective)
     first = goal.order[0] if goal.weights is None else (next(iter(goal.weights)) if len(goal.weights) == 1 else "")
@@ -53,15 +62,33 @@ def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float
         raise InputError([InputIssue("objective", "no_bound",
                                      "a bound exists for admitted_value only: use it alone or first in a "
                                      f"lexicographic order (got {objective!r})")])
+    from optsched.solvers.cpsat import SECONDS_PER_CANDIDATE  # lazy: OR-Tools loads only when asked for
+
     start = time.perf_counter()
     got = value_bound(p, relaxed_base(p), time_limit=time_limit)
-    return Bound(term=first, value=got.value, method="lp-aggregate", status=got.status,
-                 seconds=time.perf_counter() - start)
+    value, method, model_status = got.value, "lp-aggregate", None
+    left = start + time_limit - time.perf_counter()
+    build_s = SECONDS_PER_CANDIDATE * p.n_nodes * sum(len(j.groups) for j in p.jobs)
+    if exact or (exact is None and build_s <= EXACT_SHARE * left):
+        from optsched.solvers.milp import model_bound  # lazy: HiGHS's MILP only when it runs
+
+        tight, model_status = model_bound(p, left)
+        if tight is not None and (value is None or tight < value):
+            value, method = tight, "milp-round"
+    return Bound(term=first, value=value, method=method, status=got.status, seconds=time.perf_counter() - start,
+                 lp_value=got.value, model_status=model_status)
 
 
-def bound(cluster: Cluster, queue: Queue, *, objective: ObjectiveSpec = None, time_limit: float = 10.0) -> Bound:
+EXACT_SHARE = 0.3
+"""The round model is bounded too when building it with every eligible node as a candidate is
+estimated (`SECONDS_PER_CANDIDATE` per group and node) at most this share of the time left."""
+
+
+def bound(cluster: Cluster, queue: Queue, *, objective: ObjectiveSpec = None, time_limit: float = 10.0,
+          exact: bool | None = None) -> Bound:
     """Upper bound on the admitted value of every valid plan for the round (module docstring).
 
-    `objective` must put `admitted_value` first (the default does); `time_limit` caps the LP.
+    `objective` must put `admitted_value` first (the default does); `time_limit` caps the whole
+    call; `exact`: bound the round model too (True), never (False), or when cheap (None).
     """
-    return bound_problem(compile_problem(cluster, queue), objective, time_limit)
+    return bound_problem(compile_problem(cluster, queue), objective, time_limit, exact)

@@ -113,8 +113,9 @@ def check(cluster: Path, queue: Path, plan: Path) -> None:
 @app.command()
 def evaluate(cluster: Path, queue: Path, plan: Path,
              as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
-             with_bound: Annotated[bool, typer.Option("--bound", help="also the LP upper bound on admitted "
-                                                                        "value and the plan's gap to it")] = False,
+             with_bound: Annotated[bool, typer.Option("--bound", help="also an upper bound on admitted value (the "
+                                                                        "LP, or the round model's when cheap) and the "
+                                                                        "plan's gap to it")] = False,
              ) -> None:
     """Print every objective term of a plan (with --bound: how far it is from optimal at most)."""
     try:
@@ -126,9 +127,10 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
     except InputError as exc:
         _fail_input(exc)
         return
-    extra: dict[str, float | None] = {}
+    extra: dict[str, float | str | None] = {}
     if b is not None:
-        extra = {"bound_admitted_value": b.value, "gap": b.gap(m.admitted_value), "bound_seconds": b.seconds}
+        extra = {"bound_admitted_value": b.value, "gap": b.gap(m.admitted_value), "bound_seconds": b.seconds,
+                 "bound_method": b.method}
     if as_json:
         sys.stdout.write(json.dumps({**m.model_dump(), **extra}, indent=1) + "\n")
         return
@@ -136,7 +138,7 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
     t.add_column("term")
     t.add_column("value", justify="right")
     for k, v in {**m.objective(), **m.details, **extra}.items():
-        t.add_row(k, "n/a" if v is None else f"{v:,.4f}")
+        t.add_row(k, "n/a" if v is None else v if isinstance(v, str) else f"{v:,.4f}")
     console.print(t)
 
 

@@ -1,4 +1,5 @@
-"""The value bound (aggregate LP / MILP over node classes) is a bound: never below a valid plan."""
+"""The value bounds (aggregate LP / MILP over node classes, HiGHS on the round model) are bounds:
+never below a valid plan."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from optsched.concerns.value import VALUE_SCALE
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Queue
 from optsched.problem import compile_problem
 from optsched.solvers.bound import value_bound
 from optsched.solvers.greedy import STRATEGIES, solve_greedy
+from optsched.solvers.milp import model_bound
 from tests.strategies import busy_rounds, contended_rounds, rounds
 from tests.test_cpsat import brute_force, tiny_rounds
 
@@ -27,6 +30,13 @@ def test_bound_is_at_least_the_optimum_on_tiny_instances(data: tuple[Cluster, Qu
         bound = value_bound(p, integral=integral)
         assert bound.value is not None, bound.status
         assert bound.value >= best - 1e-6
+    tight, status = model_bound(p, time_limit=10.0)
+    assert tight is not None, status
+    assert tight >= best - 1e-6
+    # the round model is exact: proven optimal, its bound is the optimum up to the rounding slack
+    if status == "Optimal":
+        slack = sum(g.rmax for j in p.jobs for g in j.groups) * 0.5 / VALUE_SCALE
+        assert tight <= best + slack + 1e-4 * max(1.0, best)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -40,13 +50,13 @@ def test_bound_is_at_least_every_baseline(data: tuple[Cluster, Queue]) -> None:
         assert bound.value >= evaluate_problem(p, solve_greedy(p, name)).admitted_value - 1e-6, name
 
 
-def _one_node_two_gangs() -> tuple[Cluster, Queue]:
+def _one_node_two_gangs(nodes: int = 1) -> tuple[Cluster, Queue]:
     cluster = Cluster.model_validate({
         "device_models": {"H100": {"memory_gib": 80}},
         "topology": {"levels": ["leaf"], "domains": [{"id": "leaf-0", "level": "leaf"}]},
         "pools": [{"name": "res", "pricing": "reserved", "price_per_hour": 64.0}],
-        "nodes": [{"id": "n0", "domain": "leaf-0", "pool": "res", "capacity": {"cpu": 64000, "memory": 512000},
-                   "devices": {"model": "H100", "count": 8}}],
+        "nodes": [{"id": f"n{i}", "domain": "leaf-0", "pool": "res", "capacity": {"cpu": 64000, "memory": 512000},
+                   "devices": {"model": "H100", "count": 8}} for i in range(nodes)],
     })
     gang = {"replicas": {"min": 1, "max": 1}, "request": {"gpu": 8, "cpu": 8000}}
     queue = Queue.model_validate({"jobs": [
@@ -107,7 +117,22 @@ def test_public_bound_holds_for_plans_that_evict(data: tuple[Cluster, Queue]) ->
     from optsched.solvers.kueue import solve_kueue
 
     c, q = data
-    b = optsched.bound(c, q)
+    b = optsched.bound(c, q, exact=True)
     assert b.value is not None, b.status
     p = compile_problem(c, q)
     assert b.value >= evaluate_problem(p, solve_kueue(p)).admitted_value - 1e-6
+    assert b.lp_value is not None and b.value <= b.lp_value + 1e-9  # the tighter of the two
+
+
+def test_round_model_bound_is_tighter_where_node_packing_binds() -> None:
+    """Three 5-GPU jobs, two 8-GPU nodes: the aggregate LP shares the 16 free GPUs out (3.2 jobs'
+    worth, capped by 3 jobs); the round model knows one such replica per node (2 jobs)."""
+    import optsched
+
+    c, _ = _one_node_two_gangs(nodes=2)
+    q = Queue.model_validate({"jobs": [{"id": f"j{i}", "groups": [{"name": "w", "replicas": {"min": 1, "max": 1},
+                                                                   "request": {"gpu": 5, "cpu": 8000}}]}
+                                       for i in range(3)]})
+    b = optsched.bound(c, q, exact=True)
+    assert b.method == "milp-round", b
+    assert b.value is not None and b.lp_value is not None and b.value < b.lp_value - 1e-6

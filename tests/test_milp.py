@@ -172,3 +172,33 @@ def test_contended_rounds_are_valid_and_no_worse_than_kueue(data: tuple[Cluster,
     assert "bug" not in str(plan.solver.extra.get("reason", "")), plan.solver.extra
     kueue = evaluate_problem(p, solve_kueue(p)).objective()
     assert not Objective.parse(None).better(kueue, plan.objective)
+
+
+def test_a_partial_start_is_completed_by_highs(example: Any) -> None:
+    """When there is no time to complete the hint in CP-SAT, HiGHS gets the plan's admission and
+    count variables only; it completes them, and its solution is at least the hint's value."""
+    from optsched.ledger import Ledger
+    from optsched.solvers.cpsat import _primary_values, complete_hint, encode_all
+    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.solvers.milp import levels
+    from optsched.solvers.milp.highs import solve_levels
+
+    c, q, _ = example
+    p = compile_problem(c, q)
+    hint = solve_greedy(p, "first-fit")
+    r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), hint=hint)
+    encode_all(r, float("inf"), float("inf"))
+    _, full = complete_hint(r, 10.0, 0)
+    assert full is not None
+    arrays = from_cpsat(r.model)
+    chain, _ = levels(r, Objective.parse(None), arrays.n_cols, None)
+    primary = _primary_values(r)
+    index = np.array(sorted(primary), dtype=np.int64)
+    import time
+
+    out = solve_levels(arrays, chain, start_values=np.array([primary[i] for i in index], dtype=float),
+                       start_index=index, deadline=time.perf_counter() + 10.0, mip_gap=0.0, seed=0)
+    assert out.values is not None, out.status
+    act = arrays.a @ np.round(out.values)
+    assert np.all(act <= arrays.row_hi + FEAS) and np.all(act >= arrays.row_lo - FEAS)
+    assert chain[0].coef @ out.values >= chain[0].coef @ arrays.extend(full) - 1e-6

@@ -24,6 +24,7 @@ import numpy as np
 
 from optsched.check import check_problem
 from optsched.concerns import value
+from optsched.concerns.tenancy import preemption
 from optsched.latency import gc_paused
 from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
@@ -34,6 +35,7 @@ from optsched.solvers.cpsat import (
     FINISH_SECONDS_PER_JOB,
     MAX_EVICTABLE,
     _decode,
+    _primary_values,
     candidate_cap,
     complete_hint,
     encode_all,
@@ -41,16 +43,17 @@ from optsched.solvers.cpsat import (
 )
 from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
 from optsched.solvers.incumbent import finish_early, starting_plan
-from optsched.solvers.milp.highs import Level, solve_levels
+from optsched.solvers.milp.highs import PRESOLVE, Level, load, quiet_highs, solve_levels
 from optsched.solvers.milp.translate import Assignment, MilpArrays, UnsupportedConstraint, from_cpsat, linear
 
 MIP_GAP = 1e-4
 """HiGHS's relative MIP gap at which a level counts as solved (HiGHS's default)."""
 
 
-def levels(r: CpsatRound, goal: Objective, n_cols: int, start: np.ndarray) -> tuple[list[Level], list[str]]:
+def levels(r: CpsatRound, goal: Objective, n_cols: int, start: np.ndarray | None) -> tuple[list[Level], list[str]]:
     """The objective as levels to maximise: one weighted level, or one per term of a lexicographic
-    order (then fewest evictions, as in `cpsat`); returns them and the terms the model lacks."""
+    order (then fewest evictions, as in `cpsat`); returns them and the terms the model lacks. With
+    a tolerance, a level keeps at least its value at `start` (the hint), when there is one."""
     names = list(goal.order if goal.weights is None else goal.weights)
     unmodelled = [n for n in names if n not in r.terms]
     if goal.weights is not None:
@@ -73,8 +76,46 @@ def levels(r: CpsatRound, goal: Objective, n_cols: int, start: np.ndarray) -> tu
         tolerance = goal.tolerance if goal.tolerance > EXACT and name != "evictions" else 0.0
         coef = sign * c
         out.append(Level(name, coef, sign * k, tolerance=tolerance,
-                         floor=float(coef @ start) if tolerance else None))  # never below the hint
+                         floor=float(coef @ start) if tolerance and start is not None else None))
     return out, unmodelled
+
+
+def model_bound(p: Problem, time_limit: float) -> tuple[float | None, str]:
+    """An upper bound on the round's admitted value from the whole round model: HiGHS's dual bound
+    of `admitted_value` after at most `time_limit` seconds (build included), widened by the model's
+    fixed-point rounding. Every eligible node is a candidate and every evictable running job may go,
+    so it holds for every plan on existing nodes (as the LP value bound). Returns (None, why) when
+    the model cannot be whole (too many evictable jobs) or its build does not fit the time."""
+    start = time.perf_counter()
+    may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
+    if len(may_go) > MAX_EVICTABLE:
+        return None, f"{len(may_go)} evictable running jobs (the model takes {MAX_EVICTABLE})"
+    base = Ledger.with_running(p)
+    for victim in may_go:
+        base.add_running(victim, sign=-1.0)
+    r = CpsatRound(p, base, list(p.jobs), max_candidates=p.n_nodes, evictable=may_go,
+                   wanted=frozenset({"admitted_value"}))
+    try:
+        encode_all(r, deadline=start + 0.5 * time_limit, variables_by=start + 0.4 * time_limit)
+    except BuildTimeout as exc:
+        return None, f"time limit reached while building ({exc})"
+    arrays = from_cpsat(r.model)
+    term = r.terms["admitted_value"]
+    coef, const = linear(term.expr, arrays.n_cols)
+    slack = sum(g.rmax for j in r.jobs for g in j.groups) * 0.5 / value.VALUE_SCALE
+    if arrays.n_cols == 0:
+        return const / term.scale + slack, "Optimal"
+    h = quiet_highs()
+    load(h, arrays)
+    h.setOptionValue("presolve", PRESOLVE)
+    h.setOptionValue("time_limit", max(0.01, start + time_limit - time.perf_counter()))
+    h.changeColsCost(arrays.n_cols, np.arange(arrays.n_cols, dtype=np.int32), coef)
+    h.run()
+    status = h.modelStatusToString(h.getModelStatus())
+    dual = float(h.getInfo().mip_dual_bound)
+    if not np.isfinite(dual):
+        return None, status
+    return (dual + const) / term.scale + slack, status
 
 
 def solve_milp(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
@@ -116,15 +157,21 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, time_limit: float, seed
     left = start + 0.9 * time_limit - time.perf_counter()
     hint_status, values = complete_hint(r, 0.4 * max(left, 0.0), seed)
     extra["hint_status"] = hint_status
-    if values is None:
+    if values is None and hint_status != "UNKNOWN":
         return finish(fallback, "fallback", reason=f"hint completion {hint_status} (a model bug if INFEASIBLE)")
     t0 = time.perf_counter()
     try:
         arrays = from_cpsat(r.model)
     except UnsupportedConstraint as exc:
         return finish(fallback, "fallback", reason=f"the model does not translate ({exc}): a bug")
-    start_values = arrays.extend(values)
-    chain, unmodelled = levels(r, goal, arrays.n_cols, start_values)
+    start_index: np.ndarray | None = None
+    if values is None:  # no time to complete it: HiGHS completes the plan's admission and counts
+        primary = _primary_values(r)
+        start_index = np.fromiter(primary, dtype=np.int64, count=len(primary))
+        start_values = np.fromiter(primary.values(), dtype=np.float64, count=len(primary))
+    else:
+        start_values = arrays.extend(values)
+    chain, unmodelled = levels(r, goal, arrays.n_cols, start_values if start_index is None else None)
     extra.update(translate_s=round(time.perf_counter() - t0, 4), columns=arrays.n_cols, rows=arrays.n_rows,
                  nonzeros=int(arrays.a.nnz), unmodelled_terms=unmodelled, truncated_groups=r.truncated)
     reserve = max(0.05 * time_limit, FINISH_SECONDS_PER_JOB * (len(p.jobs) + len(p.running)))
@@ -132,7 +179,8 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, time_limit: float, seed
     if deadline - time.perf_counter() <= 0.01:
         return finish(fallback, "fallback", reason="time limit spent before solving")
     t0 = time.perf_counter()
-    outcome = solve_levels(arrays, chain, start_values=start_values, deadline=deadline, mip_gap=mip_gap, seed=seed)
+    outcome = solve_levels(arrays, chain, start_values=start_values, start_index=start_index, deadline=deadline,
+                           mip_gap=mip_gap, seed=seed)
     extra.update(solve_s=round(time.perf_counter() - t0, 4), highs_status=outcome.status,
                  levels_solved=outcome.levels_solved, levels=len(chain))
     if chain and chain[0].name == "admitted_value":  # (seconds from the call's start, value, bound)
@@ -187,4 +235,4 @@ def _finish_solution(p: Problem, r: CpsatRound, arrays: MilpArrays, col_values: 
                   model_terms=model_terms)
 
 
-__all__ = ["MIP_GAP", "solve_milp"]
+__all__ = ["MIP_GAP", "model_bound", "solve_milp"]

@@ -11,13 +11,14 @@ and its dual bound through a callback: the trace gives the time to the first pla
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
 
-from optsched.problem import FArray
+from optsched.problem import FArray, IArray
 from optsched.solvers.milp.translate import INFINITE, MilpArrays
 
 PRESOLVE = "off"
@@ -76,7 +77,7 @@ def quiet_highs() -> highspy.Highs:
     return h
 
 
-def _load(h: highspy.Highs, m: MilpArrays) -> None:
+def load(h: highspy.Highs, m: MilpArrays) -> None:
     """Pass the arrays to HiGHS (row-wise CSR, every column integer, maximise)."""
     a = m.a
     inf = highspy.kHighsInf
@@ -87,41 +88,90 @@ def _load(h: highspy.Highs, m: MilpArrays) -> None:
                 a.data.astype(np.float64), np.ones(m.n_cols, dtype=np.int32))
 
 
-def solve_levels(m: MilpArrays, levels: list[Level], *, start_values: FArray, deadline: float, mip_gap: float,
-                 seed: int, first_share: float = 0.7) -> Outcome:
+def _run_until(h: highspy.Highs, end: float) -> bool:
+    """`h.run()` in a thread; True when it returned by `end` (perf_counter seconds) plus a grace.
+
+    HiGHS checks its time limit too rarely in some root heuristics: on a 100-job dgx-h100-1k model
+    its line-search rounding ran 19.8 s past a 5.5 s limit, and its interrupt callbacks were not
+    called meanwhile (a profile; HiGHS issues #885, #2226). A run past the grace is abandoned: it
+    goes on in its daemon thread until its next time check, and the caller keeps the incumbent it
+    reported last. (HiGHS releases the GIL while it runs.)
+    """
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            h.run()
+        finally:
+            done.set()
+
+    threading.Thread(target=target, daemon=True, name="highs").start()
+    return done.wait(max(0.0, end - time.perf_counter()) + RUN_GRACE)
+
+
+RUN_GRACE = 0.05
+"""Seconds a HiGHS run may go past its level's end before it is abandoned."""
+
+
+def solve_levels(m: MilpArrays, levels: list[Level], *, start_values: FArray, start_index: IArray | None = None,
+                 deadline: float, mip_gap: float, seed: int, first_share: float = 0.7) -> Outcome:
     """Maximise the levels in order by `deadline` (perf_counter seconds), from `start_values` (a
-    feasible assignment of every column). The first level gets `first_share` of the time; each
-    later one an equal part of what is left."""
+    feasible assignment of every column, or of the columns `start_index` only: HiGHS completes a
+    partial start by solving the MIP with them fixed). The first level gets `first_share` of the
+    time; each later one an equal part of what is left."""
     if m.n_cols == 0:  # nothing to decide (HiGHS calls the model empty): the empty solution is optimal
         return Outcome(np.zeros(0), "Optimal", True, 0.0, 0.0, len(levels))
     h = quiet_highs()
-    _load(h, m)
+    load(h, m)
     h.setOptionValue("mip_rel_gap", float(mip_gap))
     h.setOptionValue("random_seed", int(seed))
     h.setOptionValue("presolve", PRESOLVE)
     trace: list[tuple[float, float, float]] = []
     t0 = time.perf_counter()
+    level = [0]
+    latest: list[FArray | None] = [None]  # the last improving solution of the running level
 
     def improving(event: highspy.HighsCallbackEvent) -> None:
         out = event.data_out
-        trace.append((time.perf_counter() - t0, float(out.objective_function_value), float(out.mip_dual_bound)))
+        latest[0] = np.array(out.mip_solution, dtype=np.float64)
+        if level[0] == 0:
+            trace.append((time.perf_counter() - t0, float(out.objective_function_value), float(out.mip_dual_bound)))
 
+    level_end = [deadline]
+
+    def past_end(event: highspy.HighsCallbackEvent) -> None:  # stops an abandoned run at its next check
+        if time.perf_counter() > level_end[0]:
+            event.interrupt()
+
+    h.cbMipImprovingSolution.subscribe(improving)
+    h.cbSimplexInterrupt.subscribe(past_end)
+    h.cbMipInterrupt.subscribe(past_end)
     values = np.asarray(start_values, dtype=np.float64)
     status, bound, gap, optimal, solved = "Not solved", None, None, True, 0
-    for i, level in enumerate(levels):
+    for i, goal in enumerate(levels):
         left = deadline - time.perf_counter()
         if left <= 0.01:
             optimal = False
             break
         share = first_share if i == 0 and len(levels) > 1 else 1.0 / (len(levels) - i)
+        level[0], latest[0] = i, None
         h.setOptionValue("time_limit", max(0.01, left * share))
-        h.changeColsCost(m.n_cols, np.arange(m.n_cols, dtype=np.int32), level.coef)
-        h.setSolution(m.n_cols, np.arange(m.n_cols, dtype=np.int32), values)
-        if i == 0:
-            h.cbMipImprovingSolution.subscribe(improving)
-        h.run()
-        if i == 0:
-            h.cbMipImprovingSolution.unsubscribe(improving)
+        level_end[0] = time.perf_counter() + max(0.01, left * share)
+        h.changeColsCost(m.n_cols, np.arange(m.n_cols, dtype=np.int32), goal.coef)
+        if i == 0 and start_index is not None:
+            h.setSolution(len(start_index), start_index.astype(np.int32), values)
+        else:
+            h.setSolution(m.n_cols, np.arange(m.n_cols, dtype=np.int32), values)
+        if not _run_until(h, level_end[0]):  # abandoned: keep what it reported
+            found = latest[0]
+            if i == 0:
+                status = "Abandoned past the time limit"
+                if found is None and start_index is not None:
+                    return Outcome(None, status, False, None, None, 0, trace)
+            if found is not None:
+                values, solved = found, solved + 1
+            optimal = False
+            break
         model_status = h.getModelStatus()
         info = h.getInfo()
         level_optimal = model_status == highspy.HighsModelStatus.kOptimal
@@ -138,10 +188,10 @@ def solve_levels(m: MilpArrays, levels: list[Level], *, start_values: FArray, de
             bound, gap = float(info.mip_dual_bound), float(info.mip_gap)
             trace.append((time.perf_counter() - t0, float(info.objective_function_value), bound))
         if i + 1 < len(levels):  # keep this level for the next ones
-            best = float(level.coef @ np.round(values))
-            keep_at = math.ceil(best - level.tolerance * abs(best) - 1e-6)
-            if level.floor is not None:
-                keep_at = max(keep_at, math.ceil(level.floor - 1e-6))
-            nz = np.flatnonzero(level.coef)
-            h.addRow(float(min(keep_at, best)), highspy.kHighsInf, len(nz), nz.astype(np.int32), level.coef[nz])
+            best = float(goal.coef @ np.round(values))
+            keep_at = math.ceil(best - goal.tolerance * abs(best) - 1e-6)
+            if goal.floor is not None:
+                keep_at = max(keep_at, math.ceil(goal.floor - 1e-6))
+            nz = np.flatnonzero(goal.coef)
+            h.addRow(float(min(keep_at, best)), highspy.kHighsInf, len(nz), nz.astype(np.int32), goal.coef[nz])
     return Outcome(values, status, optimal, bound, gap, solved, trace)

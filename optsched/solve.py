@@ -20,14 +20,14 @@ from optsched.problem import Problem as Compiled
 from optsched.problem import compile_problem
 from optsched.solvers.greedy import STRATEGIES, solve_greedy
 
-AUTO_ORDER = ("best-fit", "volcano", "topo-best-fit", "first-fit", "tetris", "spread")
-"""Baselines `auto` tries, in order, while time is left (at least the first always runs); the
+GREEDY_ORDER = ("best-fit", "volcano", "topo-best-fit", "first-fit", "tetris", "spread")
+"""Baselines `greedy` tries, in order, while time is left (at least the first always runs); the
 order is by admitted value in benchmarks/results/baselines.md."""
 
 
 def solver_names() -> list[str]:
     """Names accepted by `solve(..., solver=...)`."""
-    return ["auto", "cpsat", "milp", "kueue", *STRATEGIES]
+    return ["auto", "cpsat", "milp", "greedy", "kueue", *STRATEGIES]
 
 
 EVALUATE_RESERVE = 0.1
@@ -39,7 +39,7 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
                   more_within: float | None = None) -> Plan:
     """`solve` on an already compiled problem; `started` is when the call began (perf_counter).
 
-    `more_within` (seconds from `started`, auto only): the first baseline may use the whole time
+    `more_within` (seconds from `started`, greedy only): the first baseline may use the whole time
     limit, further ones run only if they would finish within this (a caller keeps the rest).
     The garbage collector is paused meanwhile (`optsched.latency`).
     """
@@ -56,6 +56,14 @@ def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_l
     goal = Objective.parse(objective)
     if solver not in solver_names():
         raise InputError([InputIssue("solver", "unknown_solver", f"{solver!r}; known: {solver_names()}")])
+    if solver == "auto":
+        from optsched.solvers.backend import choose_backend  # lazy: OR-Tools loads only when asked for
+
+        name, why = choose_backend(p, time_limit)
+        plan = solve_problem(p, solver=name, objective=objective, time_limit=time_limit, seed=seed, started=start)
+        stats = plan.solver.model_copy(update={"name": f"auto:{plan.solver.name}",
+                                               "extra": {**plan.solver.extra, "auto": why}})
+        return plan.model_copy(update={"solver": stats})
     if solver == "cpsat":
         from optsched.solvers.cpsat import solve_cpsat  # lazy: OR-Tools loads only when asked for
 
@@ -70,7 +78,7 @@ def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_l
         plan = solve_kueue(p, time_limit=max(0.0, end - time.perf_counter()), seed=seed)
         stats = plan.solver.model_copy(update={"wall_s": time.perf_counter() - start})
         return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
-    names = AUTO_ORDER if solver == "auto" else (solver,)
+    names = GREEDY_ORDER if solver == "greedy" else (solver,)
     best: Plan | None = None
     tried: dict[str, float] = {}
     seconds: dict[str, float] = {}
@@ -91,9 +99,9 @@ def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_l
             best = plan
     assert best is not None
     stats = best.solver.model_copy(update={
-        "name": f"auto:{best.solver.name}" if solver == "auto" else best.solver.name,
+        "name": f"greedy:{best.solver.name}" if solver == "greedy" else best.solver.name,
         "wall_s": time.perf_counter() - start, "seed": seed,
-        "extra": {"tried": tried, "seconds": seconds} if solver == "auto" else {},
+        "extra": {"tried": tried, "seconds": seconds} if solver == "greedy" else {},
     })
     return best.model_copy(update={"solver": stats})
 
@@ -107,8 +115,9 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
     cluster, queue:
         The validated input documents (`optsched.load_cluster`, `optsched.load_queue`).
     solver:
-        ``"auto"`` (the best greedy plan found within the time limit), ``"cpsat"`` (the CP-SAT
-        round, docs/formulation.md), ``"milp"`` (the same round model solved by HiGHS),
+        ``"auto"`` (the model back end for the round's size: `optsched.solvers.backend`),
+        ``"cpsat"`` (the CP-SAT round, docs/formulation.md), ``"milp"`` (the same round model
+        solved by HiGHS), ``"greedy"`` (the best placement baseline within the time limit),
         ``"kueue"`` (Kueue's admission, borrowing and preemption) or a placement baseline
         (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``, ``topo-best-fit``).
     objective:

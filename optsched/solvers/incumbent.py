@@ -163,7 +163,7 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, time_limit
         from optsched.solve import solve_problem
 
         # the first baseline may use the whole budget, more of them only within `share` of it
-        hint = solve_problem(p, solver="auto", objective=objective, time_limit=time_limit, seed=seed,
+        hint = solve_problem(p, solver="greedy", objective=objective, time_limit=time_limit, seed=seed,
                              started=start, more_within=share * time_limit)
     fallback = hint
     cut = any(d.reason == "time_limit" for d in fallback.deferred)

@@ -88,7 +88,7 @@ def load(h: highspy.Highs, m: MilpArrays) -> None:
                 a.data.astype(np.float64), np.ones(m.n_cols, dtype=np.int32))
 
 
-def _run_until(h: highspy.Highs, end: float) -> bool:
+def run_until(h: highspy.Highs, end: float) -> bool:
     """`h.run()` in a thread; True when it returned by `end` (perf_counter seconds) plus a grace.
 
     HiGHS checks its time limit too rarely in some root heuristics: on a 100-job dgx-h100-1k model
@@ -109,12 +109,18 @@ def _run_until(h: highspy.Highs, end: float) -> bool:
     return done.wait(max(0.0, end - time.perf_counter()) + RUN_GRACE)
 
 
+FIRST_SHARE = 0.85
+"""Share of the time left that the first level of a lexicographic order gets: the later levels
+(disruption, topology, evictions at a fixed value) mostly end early; with 0.7, 10 s rounds on
+dgx-h100-1k ended after 6.9-7.8 s with the first level cut (benchmarks/results/milp.md, first run)."""
+
+
 RUN_GRACE = 0.05
 """Seconds a HiGHS run may go past its level's end before it is abandoned."""
 
 
 def solve_levels(m: MilpArrays, levels: list[Level], *, start_values: FArray, start_index: IArray | None = None,
-                 deadline: float, mip_gap: float, seed: int, first_share: float = 0.7) -> Outcome:
+                 deadline: float, mip_gap: float, seed: int, first_share: float = FIRST_SHARE) -> Outcome:
     """Maximise the levels in order by `deadline` (perf_counter seconds), from `start_values` (a
     feasible assignment of every column, or of the columns `start_index` only: HiGHS completes a
     partial start by solving the MIP with them fixed). The first level gets `first_share` of the
@@ -162,7 +168,7 @@ def solve_levels(m: MilpArrays, levels: list[Level], *, start_values: FArray, st
             h.setSolution(len(start_index), start_index.astype(np.int32), values)
         else:
             h.setSolution(m.n_cols, np.arange(m.n_cols, dtype=np.int32), values)
-        if not _run_until(h, level_end[0]):  # abandoned: keep what it reported
+        if not run_until(h, level_end[0]):  # abandoned: keep what it reported
             found = latest[0]
             if i == 0:
                 status = "Abandoned past the time limit"
@@ -184,7 +190,8 @@ def solve_levels(m: MilpArrays, levels: list[Level], *, start_values: FArray, st
         solved += 1
         optimal = optimal and level_optimal
         if i == 0:
-            status = h.modelStatusToString(model_status)
+            status = "Time limit reached" if model_status == highspy.HighsModelStatus.kInterrupt \
+                else h.modelStatusToString(model_status)
             bound, gap = float(info.mip_dual_bound), float(info.mip_gap)
             trace.append((time.perf_counter() - t0, float(info.objective_function_value), bound))
         if i + 1 < len(levels):  # keep this level for the next ones

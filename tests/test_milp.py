@@ -15,9 +15,9 @@ from ortools.sat.python import cp_model
 from optsched import solve
 from optsched.check import check_problem
 from optsched.metrics import evaluate_problem
-from optsched.model import Cluster, Queue
+from optsched.model import Cluster, Plan, Queue
 from optsched.objective import Objective
-from optsched.problem import compile_problem
+from optsched.problem import Problem, compile_problem
 from optsched.solvers.cpsat import solve_cpsat
 from optsched.solvers.greedy import solve_greedy
 from optsched.solvers.kueue import solve_kueue
@@ -147,14 +147,19 @@ def test_backends_agree_on_optimal_values(data: tuple[Cluster, Queue]) -> None:
         assert ma.get(name, 0.0) == pytest.approx(mb.get(name, 0.0), abs=1e-6), (name, ma, mb)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.one_of(rounds(max_nodes=6, max_jobs=6), busy_rounds(max_nodes=6, max_jobs=5)))
-def test_plans_are_valid_and_no_worse_than_the_hint(data: tuple[Cluster, Queue]) -> None:
-    c, q = data
+def _checked_milp(c: Cluster, q: Queue) -> tuple[Problem, Plan]:
+    """milp's plan (with the CP-SAT pin check), which the validator accepts and no bug produced."""
     p = compile_problem(c, q)
     plan = solve_milp(p, time_limit=5.0, verify=True)
     assert check_problem(p, plan) == [], plan.solver.extra
     assert "bug" not in str(plan.solver.extra.get("reason", "")), plan.solver.extra
+    return p, plan
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(rounds(max_nodes=6, max_jobs=6), busy_rounds(max_nodes=6, max_jobs=5)))
+def test_plans_are_valid_and_no_worse_than_the_hint(data: tuple[Cluster, Queue]) -> None:
+    p, plan = _checked_milp(*data)
     hint = evaluate_problem(p, solve_greedy(p, "best-fit")).objective()
     assert not Objective.parse(None).better(hint, plan.objective)
     if plan.solver.bound is not None:
@@ -165,11 +170,7 @@ def test_plans_are_valid_and_no_worse_than_the_hint(data: tuple[Cluster, Queue])
 @given(data=contended_rounds())
 def test_contended_rounds_are_valid_and_no_worse_than_kueue(data: tuple[Cluster, Queue]) -> None:
     """Evictions, quota and cohorts go through the translation too (enforced rows, maxima)."""
-    c, q = data
-    p = compile_problem(c, q)
-    plan = solve_milp(p, time_limit=5.0, verify=True)
-    assert check_problem(p, plan) == [], plan.solver.extra
-    assert "bug" not in str(plan.solver.extra.get("reason", "")), plan.solver.extra
+    p, plan = _checked_milp(*data)
     kueue = evaluate_problem(p, solve_kueue(p)).objective()
     assert not Objective.parse(None).better(kueue, plan.objective)
 

@@ -1,12 +1,15 @@
 """Which model back end `solve(..., solver="auto")` runs on a round.
 
-Measured in benchmarks/results/milp.md (dgx-h100-1k, 25-300 queued jobs, 2 and 10 s; ascend-910b-4k
-and mixed-cloud-10k at their reference sizes): where the whole round model fits the time limit,
-`milp` (HiGHS) reached its first model solution sooner than `cpsat` on every size, proved the
-(candidate-capped) model optimal on the 200- and 300-job rounds at 10 s, and its plan was at least
-`cpsat`'s on all but one round (3,264.1 vs 3,264.8). `cpsat` is the one that works where the model
-does not fit (its neighbourhood search) and on rounds that may evict (its eviction steps; `milp`
-has not been measured there). So:
+Measured in benchmarks/results/milp.md (dgx-h100-1k, 25-300 queued jobs, 2 and 10 s, seeds 0-1;
+ascend-910b-4k and mixed-cloud-10k at their reference sizes, 10 s): of 22 rounds, `milp`'s plan
+was better on 2 (2,469.5 vs 2,467.4; 3,006.9 vs 3,000), `cpsat`'s on 1 (3,264.8 vs 3,264.1), and
+they were equal on 19 (mostly both at the hint plan). Where both reached a model solution,
+`milp` reached its first sooner on 13 of 14 (e.g. 2.59 vs 5.03 s on 300 jobs, 3.98 vs 5.62 s on
+ascend-910b-4k), and it proved the candidate-capped model optimal on 3 of the four 200- and
+300-job rounds at 10 s. `cpsat` is the one that works where the whole model does not fit
+(its neighbourhood search) and on rounds that may evict (its eviction steps; `milp` has not
+been measured there). So:
+So:
 
 - rounds whose whole model would take more than 40% of the limit to build go to `cpsat`
   (the estimate `cpsat` itself uses to choose between one model and neighbourhoods);

@@ -24,7 +24,6 @@ from optsched.check import check_problem
 from optsched.concerns import capacity, devices, fabric, gang, spread, value
 from optsched.concerns.tenancy import preemption, quota
 from optsched.latency import gc_paused
-from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
@@ -343,12 +342,8 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
 
     extra["max_candidates"] = max_candidates
     evictable = may_go[:MAX_EVICTABLE]
-    base = Ledger.with_running(p)
-    for victim in evictable:
-        base.add_running(victim, sign=-1.0)
     extra["evictable"] = len(evictable)
-    r = CpsatRound(p, base, list(p.jobs), max_candidates=max_candidates, hint=fallback, evictable=evictable,
-                   wanted=goal.terms())
+    r = CpsatRound.whole_round(p, evictable, max_candidates=max_candidates, hint=fallback, wanted=goal.terms())
     t0 = time.perf_counter()
     try:
         r.build_variables(deadline=start + 0.75 * time_limit)

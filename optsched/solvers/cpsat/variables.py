@@ -96,6 +96,15 @@ class CpsatRound:
     thousandths (filled by the quota concern)."""
 
     # ------------------------------------------------------------------ building
+    @classmethod
+    def whole_round(cls, p: Problem, evictable: list[JobSpec], **options: Any) -> CpsatRound:
+        """The model of every queued job, with the `evictable` running jobs' usage left out of
+        `base` (``keep[k]`` holds it); `options` are the other fields (candidate cap, hint, ...)."""
+        base = Ledger.with_running(p)
+        for victim in evictable:
+            base.add_running(victim, sign=-1.0)
+        return cls(p, base, list(p.jobs), evictable=evictable, **options)
+
     def candidates(self, job: JobSpec, group: GroupSpec, hinted: set[int]) -> IArray:
         """Nodes where one replica of `group` could go, best-fit first, capped, hint nodes kept."""
         p = self.p

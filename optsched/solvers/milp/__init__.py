@@ -26,7 +26,6 @@ from optsched.check import check_problem
 from optsched.concerns import value
 from optsched.concerns.tenancy import preemption
 from optsched.latency import gc_paused
-from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan, SolverStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
@@ -94,11 +93,7 @@ def model_bound(p: Problem, time_limit: float) -> tuple[float | None, str]:
     may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
     if len(may_go) > MAX_EVICTABLE:
         return None, f"{len(may_go)} evictable running jobs (the model takes {MAX_EVICTABLE})"
-    base = Ledger.with_running(p)
-    for victim in may_go:
-        base.add_running(victim, sign=-1.0)
-    r = CpsatRound(p, base, list(p.jobs), max_candidates=p.n_nodes, evictable=may_go,
-                   wanted=frozenset({"admitted_value"}))
+    r = CpsatRound.whole_round(p, may_go, max_candidates=p.n_nodes, wanted=frozenset({"admitted_value"}))
     try:
         encode_all(r, deadline=start + 0.5 * time_limit, variables_by=start + 0.4 * time_limit)
     except BuildTimeout as exc:
@@ -157,11 +152,7 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, time_limit: float, seed
     fallback, finish, extra = begin.fallback, begin.finish, begin.extra
     cap = candidate_cap(p) if max_candidates is None else max_candidates
     evictable = begin.may_go[:MAX_EVICTABLE]
-    base = Ledger.with_running(p)
-    for victim in evictable:
-        base.add_running(victim, sign=-1.0)
-    r = CpsatRound(p, base, list(p.jobs), max_candidates=cap, hint=fallback, evictable=evictable,
-                   wanted=goal.terms())
+    r = CpsatRound.whole_round(p, evictable, max_candidates=cap, hint=fallback, wanted=goal.terms())
     extra.update(max_candidates=cap, evictable=len(evictable))
     t0 = time.perf_counter()
     try:

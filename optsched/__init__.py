@@ -1,14 +1,14 @@
 """optsched: schedule AI compute clusters by mathematical optimisation.
 
 The public surface: the documents (`Cluster`, `Queue`, `Plan`) and their loaders, `solve`,
-`check` (the validator), `evaluate` (the metrics), `bound` (an upper bound on admitted value
-for any plan) and `InputError`.
+`check` (the validator), `evaluate` (the metrics), `chargeback` (a plan's $/h per tenant and
+pool), `bound` (an upper bound on admitted value for any plan) and `InputError`.
 """
 
 from optsched.bound import Bound, bound
 from optsched.check import Violation, check
 from optsched.errors import InputError, InputIssue
-from optsched.metrics import Metrics, evaluate
+from optsched.metrics import Metrics, chargeback, evaluate
 from optsched.model import Cluster, Plan, Queue, dump, load_cluster, load_plan, load_queue
 from optsched.solve import solve, solver_names
 
@@ -25,6 +25,7 @@ __all__ = [
     "Violation",
     "__version__",
     "bound",
+    "chargeback",
     "check",
     "dump",
     "evaluate",

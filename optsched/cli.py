@@ -22,7 +22,7 @@ from optsched.bound import bound_problem
 from optsched.check import check_problem
 from optsched.errors import InputError, InputIssue
 from optsched.generate import MODELS_DIR, generate_queue
-from optsched.metrics import evaluate_problem
+from optsched.metrics import chargeback_problem, evaluate_problem
 from optsched.model import Cluster, Plan, Queue, dump, load_cluster, load_plan, load_queue
 from optsched.problem import compile_problem
 from optsched.solve import solve_problem, solver_names
@@ -116,6 +116,8 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
              with_bound: Annotated[bool, typer.Option("--bound", help="also an upper bound on admitted value (the "
                                                                         "LP, or the round model's when cheap) and the "
                                                                         "plan's gap to it")] = False,
+             by_tenant: Annotated[bool, typer.Option("--by-tenant", help="also the $/h charged to each tenant "
+                                                                          "per pool (chargeback)")] = False,
              ) -> None:
     """Print every objective term of a plan (with --bound: how far it is from optimal at most)."""
     try:
@@ -124,6 +126,7 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
         p = compile_problem(c, q, validate=False)
         m = evaluate_problem(p, load_plan(plan))
         b = bound_problem(p) if with_bound else None
+        bill = chargeback_problem(p, load_plan(plan)) if by_tenant else None
     except InputError as exc:
         _fail_input(exc)
         return
@@ -132,7 +135,8 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
         extra = {"bound_admitted_value": b.value, "gap": b.gap(m.admitted_value), "bound_seconds": b.seconds,
                  "bound_method": b.method}
     if as_json:
-        sys.stdout.write(json.dumps({**m.model_dump(), **extra}, indent=1) + "\n")
+        sys.stdout.write(json.dumps({**m.model_dump(), **extra, **({"chargeback": bill} if bill is not None else {})},
+                                    indent=1) + "\n")
         return
     t = Table(title="metrics")
     t.add_column("term")
@@ -140,6 +144,22 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
     for k, v in {**m.objective(), **m.details, **extra}.items():
         t.add_row(k, "n/a" if v is None else v if isinstance(v, str) else f"{v:,.4f}")
     console.print(t)
+    if bill is not None:
+        console.print(_chargeback_table(bill))
+
+
+def _chargeback_table(bill: dict[str, dict[str, dict[str, float]]]) -> Table:
+    """Tenants x pools: $/h used, $/h share of idle reserved nodes, and the total."""
+    t = Table(title="chargeback ($/h)")
+    for col in ("tenant", "pool", "used", "idle reserved share", "total"):
+        t.add_column(col, justify="left" if col in ("tenant", "pool") else "right")
+    for tenant, pools in sorted(bill.items()):
+        for pool, row in sorted(pools.items()):
+            t.add_row(tenant, pool, f"{row['used']:,.2f}", f"{row['idle_reserved']:,.2f}",
+                      f"{row['used'] + row['idle_reserved']:,.2f}")
+    total = sum(r["used"] + r["idle_reserved"] for pools in bill.values() for r in pools.values())
+    t.add_row("all", "", "", "", f"{total:,.2f}")
+    return t
 
 
 @app.command()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from optsched.concerns import TERMS
+from optsched.concerns import TERMS, cost
 from optsched.model.cluster import Cluster
 from optsched.model.plan import OBJECTIVE_TERMS, Plan
 from optsched.model.queue import Queue
@@ -63,4 +63,19 @@ def evaluate(cluster: Cluster, queue: Queue, plan: Plan) -> Metrics:
     return evaluate_problem(compile_problem(cluster, queue), plan)
 
 
-__all__ = ["Metrics", "evaluate", "evaluate_problem"]
+Chargeback = dict[str, dict[str, dict[str, float]]]
+"""tenant -> pool -> {"used": $/h, "idle_reserved": $/h} (`optsched.concerns.cost.chargeback`)."""
+
+
+def chargeback_problem(problem: Problem, plan: Plan) -> Chargeback:
+    """The plan's $/h per tenant and pool against an already compiled problem."""
+    return cost.chargeback(PlanView(problem, plan))
+
+
+def chargeback(cluster: Cluster, queue: Queue, plan: Plan) -> Chargeback:
+    """What each tenant is charged per pool ($/h) for `plan`: the nodes it works on by its share
+    of each, and its share of idle reserved nodes (docs/metrics.md, "Chargeback")."""
+    return chargeback_problem(compile_problem(cluster, queue), plan)
+
+
+__all__ = ["Chargeback", "Metrics", "chargeback", "chargeback_problem", "evaluate", "evaluate_problem"]

@@ -5,13 +5,20 @@
   they are sunk, and reported apart (`reserved_idle_cost`: $/h of reserved nodes left empty).
 - `spot_risk` (GPU-hours lost per hour): over replicas on spot nodes, the pool's interruption
   rate x the replica's GPUs x (half the job's checkpoint interval + restart time) / 3600.
+
+`chargeback` attributes the $/h to tenants, per pool, so that a platform can bill from the plan:
+a node that hosts work (reserved, on-demand, spot or provisioned) is charged to the tenants on it
+in proportion to what they use of it (GPUs, device shares counted; CPU millicores where no GPU is
+used; replicas where neither is); the idle reserved nodes' $/h is shared in proportion to the $/h
+each tenant is charged for the reserved nodes it uses, and left `unattributed` when no one uses
+any.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from optsched.problem import PRICING_CODES
+from optsched.problem import PRICING_CODES, Problem
 from optsched.view import PlanView
 
 
@@ -36,3 +43,66 @@ def term(view: PlanView) -> dict[str, float]:
             lost_s = rep.job.spec.checkpoint_interval_s / 2 + rep.job.restart_s
             risk += float(p.pool_rate[p.node_pool[rep.node]]) * group.gpu * lost_s / 3600.0
     return {"cost": cost, "reserved_idle_cost": idle, "spot_risk": risk}
+
+
+UNATTRIBUTED = "(unattributed)"
+"""The payer of idle reserved capacity when no tenant uses reserved nodes."""
+
+
+def _usage_by_tenant(view: PlanView) -> np.ndarray:
+    """(tenants, nodes): what each tenant uses of each node, kept running jobs and new replicas:
+    GPUs (a device share counts its fraction) on nodes where GPUs are used, else CPU millicores,
+    else replicas."""
+    p: Problem = view.problem
+    gpu = np.zeros((len(p.tenant_names), p.n_nodes))
+    cpu = np.zeros_like(gpu)
+    count = np.zeros_like(gpu)
+    cpu_r = p.resources.index("cpu") if "cpu" in p.resources else None
+    items = [(job, job.groups[rp.group], rp.node, rp.devices, rp.share)
+             for job in view.kept for rp in job.placements]
+    items += [(r.job, r.job.groups[r.group], r.node, r.devices, r.share) for r in view.replicas]
+    for job, group, node, devices, share in items:
+        gpu[job.tenant, node] += len(devices) * share
+        count[job.tenant, node] += 1.0
+        if cpu_r is not None:
+            cpu[job.tenant, node] += float(group.req[cpu_r])
+    by_cpu = np.where(cpu.sum(axis=0)[None, :] > 0, cpu, count)
+    return np.where(gpu.sum(axis=0)[None, :] > 0, gpu, by_cpu)
+
+
+def chargeback(view: PlanView) -> dict[str, dict[str, dict[str, float]]]:
+    """Per tenant, per pool: ``used`` ($/h of the nodes it works on, by its share of each) and
+    ``idle_reserved`` ($/h of its share of the empty reserved nodes); see the module docstring."""
+    p = view.problem
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    if not len(p.pool_names):
+        return out
+
+    def add(tenant: str, pool: int, kind: str, amount: float) -> None:
+        if amount > 0:
+            row = out.setdefault(tenant, {}).setdefault(p.pool_names[pool], {"used": 0.0, "idle_reserved": 0.0})
+            row[kind] += amount
+
+    usage = _usage_by_tenant(view)
+    total = usage.sum(axis=0)
+    has_pool = p.node_pool >= 0
+    hosting = has_pool & (total > 0) & (~p.node_provisioned | np.isin(p.node_pool, list(view.provisioned)))
+    share = np.divide(usage, total, out=np.zeros_like(usage), where=total > 0)
+    charged = share * np.where(hosting, p.node_price, 0.0)[None, :]
+    for t, name in enumerate(p.tenant_names):
+        per_pool = np.bincount(p.node_pool[has_pool], weights=charged[t, has_pool], minlength=len(p.pool_names))
+        for pool in np.flatnonzero(per_pool > 0).tolist():
+            add(name, pool, "used", float(per_pool[pool]))
+    pricing = np.where(has_pool, p.pool_pricing[np.maximum(p.node_pool, 0)], -1)
+    reserved = (pricing == PRICING_CODES["reserved"]) & ~p.node_provisioned
+    idle = reserved & (total <= 0)
+    if idle.any():
+        use = charged[:, reserved].sum(axis=1)  # $/h each tenant uses of reserved nodes
+        idle_by_pool = np.bincount(p.node_pool[idle], weights=p.node_price[idle], minlength=len(p.pool_names))
+        for pool in np.flatnonzero(idle_by_pool > 0).tolist():
+            if use.sum() <= 0:
+                add(UNATTRIBUTED, pool, "idle_reserved", float(idle_by_pool[pool]))
+                continue
+            for t in np.flatnonzero(use > 0).tolist():
+                add(p.tenant_names[t], pool, "idle_reserved", float(idle_by_pool[pool] * use[t] / use.sum()))
+    return out

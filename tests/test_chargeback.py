@@ -1,0 +1,79 @@
+"""Chargeback: a plan's $/h per tenant and pool adds up to what the nodes cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import optsched
+from optsched.concerns.cost import UNATTRIBUTED
+from optsched.metrics import chargeback_problem, evaluate_problem
+from optsched.model import Cluster, Placement, Plan, Queue
+from optsched.problem import PRICING_CODES, compile_problem
+from optsched.solvers.greedy import STRATEGIES, solve_greedy
+from tests.strategies import busy_rounds, rounds
+
+
+def _three_nodes() -> tuple[Cluster, Queue]:
+    node = {"domain": "leaf-0", "capacity": {"cpu": 64000, "memory": 512000}, "devices": {"model": "H100", "count": 8}}
+    cluster = Cluster.model_validate({
+        "device_models": {"H100": {"memory_gib": 80}},
+        "topology": {"levels": ["leaf"], "domains": [{"id": "leaf-0", "level": "leaf"}]},
+        "pools": [{"name": "res", "pricing": "reserved", "price_per_hour": 10.0},
+                  {"name": "od", "pricing": "on_demand", "price_per_hour": 4.0}],
+        "tenants": [{"name": "a"}, {"name": "b"}],
+        "nodes": [{"id": "r0", "pool": "res", **node}, {"id": "r1", "pool": "res", **node},
+                  {"id": "o0", "pool": "od", **node}],
+    })
+
+    def job(name: str, tenant: str, gpus: int) -> dict[str, Any]:
+        return {"id": name, "tenant": tenant,
+                "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"gpu": gpus, "cpu": 1000}}]}
+
+    queue = Queue.model_validate({"jobs": [job("a-big", "a", 8), job("a-od", "a", 6), job("b-od", "b", 2)]})
+    return cluster, queue
+
+
+def test_nodes_are_charged_by_use_and_idle_reserved_by_reserved_spend() -> None:
+    """o0 ($4/h) holds 6 GPUs of a and 2 of b: a pays 3, b pays 1. r0 ($10/h) is all a's; r1 ($10/h)
+    is empty, and only a uses reserved nodes, so a pays its 10 as idle reserved."""
+    c, q = _three_nodes()
+    plan = Plan(placements=[
+        Placement(job="a-big", group="w", replica=0, node="r0", devices=list(range(8))),
+        Placement(job="a-od", group="w", replica=0, node="o0", devices=list(range(6))),
+        Placement(job="b-od", group="w", replica=0, node="o0", devices=[6, 7]),
+    ])
+    assert optsched.check(c, q, plan) == []
+    bill = optsched.chargeback(c, q, plan)
+    assert bill["a"]["od"] == {"used": pytest.approx(3.0), "idle_reserved": 0.0}
+    assert bill["b"]["od"] == {"used": pytest.approx(1.0), "idle_reserved": 0.0}
+    assert bill["a"]["res"] == {"used": pytest.approx(10.0), "idle_reserved": pytest.approx(10.0)}
+    assert "res" not in bill["b"]
+    empty = optsched.chargeback(c, q, Plan())  # nobody works: the reserved nodes are nobody's yet
+    assert empty == {UNATTRIBUTED: {"res": {"used": 0.0, "idle_reserved": pytest.approx(20.0)}}}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(rounds(max_nodes=6, max_jobs=6), busy_rounds(max_nodes=6, max_jobs=5)),
+       strategy=st.sampled_from(sorted(STRATEGIES)))
+def test_charges_add_up_to_the_cost(data: tuple[Cluster, Queue], strategy: str) -> None:
+    """Non-reserved charges sum to the plan's `cost` (when nothing is provisioned); reserved
+    charges, used and idle, sum to the $/h of every reserved node; nothing is negative."""
+    c, q = data
+    p = compile_problem(c, q)
+    plan = solve_greedy(p, strategy)
+    bill = chargeback_problem(p, plan)
+    rows = [(pool, r) for pools in bill.values() for pool, r in pools.items()]
+    assert all(r["used"] >= 0 and r["idle_reserved"] >= 0 for _, r in rows)
+    reserved_pools = {name for i, name in enumerate(p.pool_names) if p.pool_pricing[i] == PRICING_CODES["reserved"]}
+    reserved_nodes = (p.node_pool >= 0) & ~p.node_provisioned & np.isin(
+        p.node_pool, [p.pool_names.index(n) for n in reserved_pools])
+    charged_reserved = sum(r["used"] + r["idle_reserved"] for pool, r in rows if pool in reserved_pools)
+    assert charged_reserved == pytest.approx(float(p.node_price[reserved_nodes].sum()))
+    if not plan.provisioning:
+        other = sum(r["used"] for pool, r in rows if pool not in reserved_pools)
+        assert other == pytest.approx(evaluate_problem(p, plan).cost)

@@ -242,6 +242,12 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
     if ties not in ("first", "random"):
         raise ValueError(f"ties must be 'first' or 'random', got {ties!r}")
     tags = np.zeros((len(nodes.cpu), len(TAGS)), dtype=np.int64) if policy == "gpu-clustering" else None
+    ids: IArray | None = None
+    next_id = 0
+    if policy == "fgd":  # identical nodes share a state id until one changes
+        keys = np.concatenate([nodes.cpu[:, None], nodes.mem[:, None], nodes.model[:, None], nodes.gpu], axis=1)
+        ids = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        next_id = int(ids.max()) + 1
     state = nodes.copy()
     cluster = nodes.gpu_milli
     frag = fragmentation(state.cpu, state.gpu, state.model, typical) if policy == "fgd" and typical else None
@@ -251,8 +257,11 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
     for k, i in enumerate(order.tolist()):
         cand = np.flatnonzero(_fit_mask(state, tasks, i))
         if len(cand):
-            n, dev = _choose(state, tasks, i, cand, policy, rng, typical, frag, tags, ties)
+            n, dev = _choose(state, tasks, i, cand, policy, rng, typical, frag, tags, ties, ids)
             _apply(state, tasks, i, n, dev)
+            if ids is not None:  # a state of its own now
+                ids[n] = next_id
+                next_id += 1
             if tags is not None and tasks.ngpu[i] > 0:
                 tags[n, _tag(int(tasks.ngpu[i]), int(tasks.milli[i]))] += 1
             if frag is not None and typical is not None:
@@ -265,9 +274,11 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
 
 
 def _choose(state: Nodes, tasks: Tasks, i: int, cand: IArray, policy: str, rng: np.random.Generator,
-            typical: Typical | None, frag: FArray | None, tags: IArray | None, ties: str) -> tuple[int, int]:
+            typical: Typical | None, frag: FArray | None, tags: IArray | None, ties: str,
+            ids: IArray | None = None) -> tuple[int, int]:
     """(node, device for a share or -1) by the policy's score; ties to the first node in node
-    order, or uniformly at random (`ties`)."""
+    order, or uniformly at random (`ties`). `ids`: nodes with equal ids are in the same state
+    (FGD scores each state once)."""
     ngpu, milli = int(tasks.ngpu[i]), int(tasks.milli[i])
     share = ngpu == 1 and 0 < milli < MILLI
     gpu = state.gpu[cand]
@@ -290,24 +301,34 @@ def _choose(state: Nodes, tasks: Tasks, i: int, cand: IArray, policy: str, rng: 
     elif policy == "gpu-clustering":
         assert tags is not None
         score = _clustering_score(tags[cand], free.sum(axis=1), _tag(ngpu, milli)) if ngpu else np.zeros(len(cand))
-    else:  # fgd
+    else:  # fgd, computed once per distinct node state (identical nodes score alike)
         assert typical is not None and frag is not None
-        rows, node = _after(gpu, ngpu, milli)
-        after = fragmentation(state.cpu[cand][node] - tasks.cpu[i], rows, state.model[cand][node], typical)
-        s = np.floor(100.0 / (1.0 + np.exp(-(frag[cand][node] - after) / 1000.0)))
-        if share:  # per node, the device with the best score (the first on ties)
-            dev = np.nonzero(gpu >= milli)[1]
-            best = np.full(len(cand), -np.inf)
-            np.maximum.at(best, node, s)
-            first = np.full(len(cand), np.iinfo(np.int64).max)
-            is_best = s == best[node]
-            np.minimum.at(first, node[is_best], dev[is_best])
-            dev_of, score = first, best
-        else:
-            score = s
+        assert ids is not None
+        _, first_of, inverse = np.unique(ids[cand], return_index=True, return_inverse=True)
+        score_u, dev_u = _fgd_scores(state, tasks, i, cand[first_of], typical, frag)
+        score, dev_of = score_u[inverse], dev_u[inverse]
     top = np.flatnonzero(score == score.max())
     pick = int(top[rng.integers(len(top))]) if ties == "random" and len(top) > 1 else int(top[0])
     return int(cand[pick]), int(dev_of[pick])
+
+
+def _fgd_scores(state: Nodes, tasks: Tasks, i: int, nodes: IArray, typical: Typical,
+                frag: FArray) -> tuple[FArray, IArray]:
+    """FGD's score of task i on each of `nodes`, and the device a share takes there (-1 else)."""
+    ngpu, milli = int(tasks.ngpu[i]), int(tasks.milli[i])
+    gpu = state.gpu[nodes]
+    rows, node = _after(gpu, ngpu, milli)
+    after = fragmentation(state.cpu[nodes][node] - tasks.cpu[i], rows, state.model[nodes][node], typical)
+    s = np.floor(100.0 / (1.0 + np.exp(-(frag[nodes][node] - after) / 1000.0)))
+    if not (ngpu == 1 and 0 < milli < MILLI):
+        return s, np.full(len(nodes), -1)
+    dev = np.nonzero(gpu >= milli)[1]  # per node, the device with the best score (the first on ties)
+    best = np.full(len(nodes), -np.inf)
+    np.maximum.at(best, node, s)
+    first = np.full(len(nodes), np.iinfo(np.int64).max)
+    is_best = s == best[node]
+    np.minimum.at(first, node[is_best], dev[is_best])
+    return best, first
 
 
 def _apply(state: Nodes, tasks: Tasks, i: int, n: int, dev: int) -> None:

@@ -25,7 +25,7 @@ from optsched.sim.fgd import POLICIES, inflate, load_nodes, load_tasks, place, t
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 PUBLISHED_NAMES = {"random": "01-Random", "dot-product": "02-DotProd", "gpu-clustering": "03-GpuClustering",
-                   "gpu-packing": "04-GpuPacking", "best-fit": "05-BestFit", "fgd": "06-FGD"}
+                   "gpu-packing": "04-GpuPacking", "best-fit": "05-BestFit", "fgd": "06-FGD", "fgd-bestfit": "06-FGD"}
 
 
 def published(workload: str = "openb_pod_list_default") -> dict[tuple[str, int], tuple[float, float]]:
@@ -76,7 +76,8 @@ def main() -> None:
           f"130% of the GPUs; {args.seeds} seeds (42..); ties to the first node in node order; typical tasks: "
           f"{len(typical.freq)} shapes covering 95% (CPU tasks included), as the artifact's experiments. "
           "Allocation = allocated / cluster GPUs (%), mean ± std over seeds; `published` = the FGD authors' "
-          "results (../shared/data/fgd-results/); `s` = seconds per run of the placement loop.\n\n"
+          "results (../shared/data/fgd-results/), FGD's for `fgd-bestfit` (optsched's online policy: FGD's score, best "
+          "fit among equal scores; same order, no look-ahead); `s` = seconds per run of the placement loop.\n\n"
           + table(["policy", "at 100% (ours)", "at 100% (published)", "at 130% (ours)", "at 130% (published)",
                    "diff at 130%", "s"], rows)
           + "\n\n## Allocation (%) against arrived load (%), mean over seeds\n\n"

@@ -24,7 +24,9 @@ plugins, integer as there:
 - `gpu-clustering`: nodes holding only the same GPU shape, then mixed, then idle, then others,
   fuller first within each band (`_clustering_score`);
 - `fgd`: ``floor(100 sigmoid((F(node) - F(node after)) / 1000))`` with F the node's GPU
-  fragmentation for the typical tasks (`fragmentation`, `typical_tasks`).
+  fragmentation for the typical tasks (`fragmentation`, `typical_tasks`);
+- `fgd-bestfit` (optsched's): FGD's score, and among nodes with equal FGD scores the best fit
+  (the fullest node after placing, `best-fit`'s measure) before the first node.
 The device a share goes to: the one with the highest FGD score (`fgd`), else the fullest device it
 fits (best fit); whole GPUs take the first free devices.
 """
@@ -43,7 +45,8 @@ MILLI = 1000
 MAX_CPU = 128_000
 """FGD's normalisation constants (millicores, milli-GPU)."""
 MAX_GPU = 8_000
-POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd")
+POLICIES = ("random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd", "fgd-bestfit")
+"""The artifact's six policies, then optsched's `fgd-bestfit` (FGD's score, best fit among equals)."""
 
 
 @dataclass
@@ -244,13 +247,13 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
     tags = np.zeros((len(nodes.cpu), len(TAGS)), dtype=np.int64) if policy == "gpu-clustering" else None
     ids: IArray | None = None
     next_id = 0
-    if policy == "fgd":  # identical nodes share a state id until one changes
+    if policy.startswith("fgd"):  # identical nodes share a state id until one changes
         keys = np.concatenate([nodes.cpu[:, None], nodes.mem[:, None], nodes.model[:, None], nodes.gpu], axis=1)
         ids = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
         next_id = int(ids.max()) + 1
     state = nodes.copy()
     cluster = nodes.gpu_milli
-    frag = fragmentation(state.cpu, state.gpu, state.model, typical) if policy == "fgd" and typical else None
+    frag = fragmentation(state.cpu, state.gpu, state.model, typical) if policy.startswith("fgd") and typical else None
     placed = np.zeros(len(order), dtype=bool)
     allocated = np.zeros(len(order), dtype=np.int64)
     got = 0
@@ -301,25 +304,31 @@ def _choose(state: Nodes, tasks: Tasks, i: int, cand: IArray, policy: str, rng: 
     elif policy == "gpu-clustering":
         assert tags is not None
         score = _clustering_score(tags[cand], free.sum(axis=1), _tag(ngpu, milli)) if ngpu else np.zeros(len(cand))
-    else:  # fgd, computed once per distinct node state (identical nodes score alike)
+    else:  # fgd / fgd-bestfit, computed once per distinct node state (identical nodes score alike)
         assert typical is not None and frag is not None
         assert ids is not None
         _, first_of, inverse = np.unique(ids[cand], return_index=True, return_inverse=True)
-        score_u, dev_u = _fgd_scores(state, tasks, i, cand[first_of], typical, frag)
+        score_u, dev_u = _fgd_scores(state, tasks, i, cand[first_of], typical, frag, policy == "fgd-bestfit")
         score, dev_of = score_u[inverse], dev_u[inverse]
     top = np.flatnonzero(score == score.max())
     pick = int(top[rng.integers(len(top))]) if ties == "random" and len(top) > 1 else int(top[0])
     return int(cand[pick]), int(dev_of[pick])
 
 
-def _fgd_scores(state: Nodes, tasks: Tasks, i: int, nodes: IArray, typical: Typical,
-                frag: FArray) -> tuple[FArray, IArray]:
-    """FGD's score of task i on each of `nodes`, and the device a share takes there (-1 else)."""
+def _fgd_scores(state: Nodes, tasks: Tasks, i: int, nodes: IArray, typical: Typical, frag: FArray,
+                bestfit: bool = False) -> tuple[FArray, IArray]:
+    """FGD's score of task i on each of `nodes`, and the device a share takes there (-1 else).
+    `bestfit` adds less than 1 for the fuller node after placing (a tie-break between equal FGD
+    scores, which are integers)."""
     ngpu, milli = int(tasks.ngpu[i]), int(tasks.milli[i])
     gpu = state.gpu[nodes]
     rows, node = _after(gpu, ngpu, milli)
     after = fragmentation(state.cpu[nodes][node] - tasks.cpu[i], rows, state.model[nodes][node], typical)
     s = np.floor(100.0 / (1.0 + np.exp(-(frag[nodes][node] - after) / 1000.0)))
+    if bestfit:  # half the best-fit measure in [0, 1]: the fuller after placing, the higher
+        free = np.where(rows > 0, rows, 0).sum(axis=1)
+        left = 0.5 * (state.cpu[nodes][node] - tasks.cpu[i]) / MAX_CPU + 0.5 * free / MAX_GPU
+        s = s + 0.5 * (1.0 - left)
     if not (ngpu == 1 and 0 < milli < MILLI):
         return s, np.full(len(nodes), -1)
     dev = np.nonzero(gpu >= milli)[1]  # per node, the device with the best score (the first on ties)

@@ -71,6 +71,7 @@ def main() -> None:
                      f"{np.mean(at130):.2f} ± {np.std(at130):.2f}", f"{p130[0]:.2f} ± {p130[1]:.2f}",
                      f"{np.mean(at130) - p130[0]:+.2f}", f"{np.mean(secs):.1f}"])
     curve_rows = [[policy, *[f"{v:.1f}" for v in np.mean(np.array(c), axis=0)]] for policy, c in curves.items()]
+    plot(curves, paper)
     write("fgd", f"# FGD's protocol on the openb default trace\n\n{dt.date.today()}, {machine()}. "
           f"{len(nodes.cpu):,} GPU nodes, {nodes.gpu_milli // 1000:,} GPUs; {len(tasks):,} tasks, inflated to "
           f"130% of the GPUs; {args.seeds} seeds (42..); ties to the first node in node order; typical tasks: "
@@ -81,7 +82,33 @@ def main() -> None:
           + table(["policy", "at 100% (ours)", "at 100% (published)", "at 130% (ours)", "at 130% (published)",
                    "diff at 130%", "s"], rows)
           + "\n\n## Allocation (%) against arrived load (%), mean over seeds\n\n"
-          + table(["policy", *[f"{x}%" for x in range(0, 131, 10)]], curve_rows) + "\n")
+          + table(["policy", *[f"{x}%" for x in range(0, 131, 10)]], curve_rows)
+          + "\n\n![allocation against arrived load](fgd-allocation.png)\n")
+
+
+def plot(curves: dict[str, list[list[float]]], paper: dict[tuple[str, int], tuple[float, float]]) -> None:
+    """benchmarks/results/fgd-allocation.png: mean allocation against arrived load per policy (the
+    FGD paper's figure), from 70% load, with the published means at 100% and 130% as crosses."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    loads = list(range(0, 131, 10))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for policy, c in curves.items():
+        line, = ax.plot(loads[7:], np.mean(np.array(c), axis=0)[7:], marker="o", ms=3, label=policy)
+        for pct in (100, 130):
+            got = paper.get((PUBLISHED_NAMES[policy], pct))
+            if got is not None and policy != "fgd-bestfit":
+                ax.plot([pct], [got[0]], marker="x", color=line.get_color(), ms=8)
+    ax.set_xlabel("arrived GPU load (% of capacity)")
+    ax.set_ylabel("GPUs allocated (%)")
+    ax.set_title("openb default trace, FGD protocol (x: published means)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(Path(__file__).parent / "results" / "fgd-allocation.png", dpi=120)
 
 
 if __name__ == "__main__":

@@ -43,15 +43,21 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--workload", default="openb_pod_list_default",
+                    help="an openb pod list of ../shared/data/alibaba-gpu-v2023 (results: fgd-<suffix>.md)")
     args = ap.parse_args()
     trace = DATA / "alibaba-gpu-v2023"
     if not trace.exists():
         print(f"skipped: {trace} is absent (see ../shared/data/README.md)")
         return
     nodes = load_nodes(trace / "openb_node_list_gpu_node.csv")
-    tasks = load_tasks(trace / "openb_pod_list_default.csv", nodes.models)
+    path = trace / f"{args.workload}.csv"
+    if not path.exists():
+        print(f"skipped: {path} is absent")
+        return
+    tasks = load_tasks(path, nodes.models)
     typical = typical_tasks(tasks)
-    paper = published()
+    paper = published(args.workload)
     rows, curves = [], {}
     for policy in args.policies.split(","):
         at100, at130, secs = [], [], []
@@ -71,8 +77,11 @@ def main() -> None:
                      f"{np.mean(at130):.2f} ± {np.std(at130):.2f}", f"{p130[0]:.2f} ± {p130[1]:.2f}",
                      f"{np.mean(at130) - p130[0]:+.2f}", f"{np.mean(secs):.1f}"])
     curve_rows = [[policy, *[f"{v:.1f}" for v in np.mean(np.array(c), axis=0)]] for policy, c in curves.items()]
-    plot(curves, paper)
-    write("fgd", f"# FGD's protocol on the openb default trace\n\n{dt.date.today()}, {machine()}. "
+    default = args.workload == "openb_pod_list_default"
+    name = "fgd" if default else "fgd-" + args.workload.removeprefix("openb_pod_list_")
+    if default:
+        plot(curves, paper)
+    write(name, f"# FGD's protocol on the openb trace `{args.workload}`\n\n{dt.date.today()}, {machine()}. "
           f"{len(nodes.cpu):,} GPU nodes, {nodes.gpu_milli // 1000:,} GPUs; {len(tasks):,} tasks, inflated to "
           f"130% of the GPUs; {args.seeds} seeds (42..); ties to the first node in node order; typical tasks: "
           f"{len(typical.freq)} shapes covering 95% (CPU tasks included), as the artifact's experiments. "
@@ -83,7 +92,7 @@ def main() -> None:
                    "diff at 130%", "s"], rows)
           + "\n\n## Allocation (%) against arrived load (%), mean over seeds\n\n"
           + table(["policy", *[f"{x}%" for x in range(0, 131, 10)]], curve_rows)
-          + "\n\n![allocation against arrived load](fgd-allocation.png)\n")
+          + ("\n\n![allocation against arrived load](fgd-allocation.png)\n" if default else "\n"))
 
 
 def plot(curves: dict[str, list[list[float]]], paper: dict[tuple[str, int], tuple[float, float]]) -> None:

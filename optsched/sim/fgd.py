@@ -24,7 +24,8 @@ plugins, integer as there:
 - `gpu-clustering`: nodes holding only the same GPU shape, then mixed, then idle, then others,
   fuller first within each band (`_clustering_score`);
 - `fgd`: ``floor(100 sigmoid((F(node) - F(node after)) / 1000))`` with F the node's GPU
-  fragmentation for the typical tasks (`fragmentation`, `typical_tasks`);
+  fragmentation for the typical tasks (`fragmentation`, `typical_tasks`); CPU-only tasks break
+  ties by best fit (an assumption that fits the published numbers, `_fgd_scores`);
 - `fgd-bestfit` (optsched's): FGD's score, and among nodes with equal FGD scores the best fit
   (the fullest node after placing, `best-fit`'s measure) before the first node.
 The device a share goes to: the one with the highest FGD score (`fgd`), else the fullest device it
@@ -319,13 +320,16 @@ def _fgd_scores(state: Nodes, tasks: Tasks, i: int, nodes: IArray, typical: Typi
                 bestfit: bool = False) -> tuple[FArray, IArray]:
     """FGD's score of task i on each of `nodes`, and the device a share takes there (-1 else).
     `bestfit` adds less than 1 for the fuller node after placing (a tie-break between equal FGD
-    scores, which are integers)."""
+    scores, which are integers). CPU-only tasks always get it: with first-node ties for them, our
+    FGD allocated 91.62% on the cpu250 workload against 93.41% published, and 93.60% with this
+    (5 seeds; 95.34% on the default trace, 95.39% published; a profile). Where the artifact does
+    this is not located yet."""
     ngpu, milli = int(tasks.ngpu[i]), int(tasks.milli[i])
     gpu = state.gpu[nodes]
     rows, node = _after(gpu, ngpu, milli)
     after = fragmentation(state.cpu[nodes][node] - tasks.cpu[i], rows, state.model[nodes][node], typical)
     s = np.floor(100.0 / (1.0 + np.exp(-(frag[nodes][node] - after) / 1000.0)))
-    if bestfit:  # half the best-fit measure in [0, 1]: the fuller after placing, the higher
+    if bestfit or ngpu == 0:  # half the best-fit measure in [0, 1]: the fuller after placing, the higher
         free = np.where(rows > 0, rows, 0).sum(axis=1)
         left = 0.5 * (state.cpu[nodes][node] - tasks.cpu[i]) / MAX_CPU + 0.5 * free / MAX_GPU
         s = s + 0.5 * (1.0 - left)

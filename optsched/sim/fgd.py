@@ -150,7 +150,7 @@ def typical_tasks(tasks: Tasks, threshold: float = 0.95, step: int = 1, with_cpu
     """Task shapes (CPU, GPUs, milli-GPU, models) by popularity, the most popular first, `step`
     shapes at a time until they cover `threshold` of the tasks (CPU-only tasks too when
     `with_cpu`), renormalised: the FGD experiments' settings (95%, 1, CPU tasks included)."""
-    rows_all = np.flatnonzero(tasks.ngpu >= 0) if with_cpu else np.flatnonzero(tasks.ngpu > 0)
+    rows_all = np.arange(len(tasks)) if with_cpu else np.flatnonzero(tasks.ngpu > 0)
     keys = np.stack([tasks.cpu[rows_all], tasks.ngpu[rows_all], tasks.milli[rows_all]], axis=1)
     if tasks.allowed.shape[1]:
         keys = np.concatenate([keys, np.packbits(tasks.allowed[rows_all], axis=1).astype(np.int64)], axis=1)
@@ -294,8 +294,7 @@ def _choose(state: Nodes, tasks: Tasks, i: int, cand: IArray, policy: str, rng: 
     if policy == "random":
         score = rng.random(len(cand))  # a random node (ties have probability 0)
     elif policy == "best-fit":
-        left = 0.5 * (state.cpu[cand] - tasks.cpu[i]) / MAX_CPU + 0.5 * (free.sum(axis=1) - ngpu * milli) / MAX_GPU
-        score = np.floor((1.0 - left) * 100)
+        score = np.floor((1.0 - _left_after(state.cpu[cand] - tasks.cpu[i], free.sum(axis=1) - ngpu * milli)) * 100)
     elif policy == "dot-product":  # Tetris alignment of free and asked, lower first ("merge", "max")
         dot = (state.cpu[cand] / MAX_CPU) * (tasks.cpu[i] / MAX_CPU) \
             + (free.sum(axis=1) / MAX_GPU) * (ngpu * milli / MAX_GPU)
@@ -330,9 +329,8 @@ def _fgd_scores(state: Nodes, tasks: Tasks, i: int, nodes: IArray, typical: Typi
     after = fragmentation(state.cpu[nodes][node] - tasks.cpu[i], rows, state.model[nodes][node], typical)
     s = np.floor(100.0 / (1.0 + np.exp(-(frag[nodes][node] - after) / 1000.0)))
     if bestfit or ngpu == 0:  # half the best-fit measure in [0, 1]: the fuller after placing, the higher
-        free = np.where(rows > 0, rows, 0).sum(axis=1)
-        left = 0.5 * (state.cpu[nodes][node] - tasks.cpu[i]) / MAX_CPU + 0.5 * free / MAX_GPU
-        s = s + 0.5 * (1.0 - left)
+        gpu_free = np.where(rows > 0, rows, 0).sum(axis=1)
+        s = s + 0.5 * (1.0 - _left_after(state.cpu[nodes][node] - tasks.cpu[i], gpu_free))
     if not (ngpu == 1 and 0 < milli < MILLI):
         return s, np.full(len(nodes), -1)
     dev = np.nonzero(gpu >= milli)[1]  # per node, the device with the best score (the first on ties)
@@ -342,6 +340,11 @@ def _fgd_scores(state: Nodes, tasks: Tasks, i: int, nodes: IArray, typical: Typi
     is_best = s == best[node]
     np.minimum.at(first, node[is_best], dev[is_best])
     return best, first
+
+
+def _left_after(cpu_free: IArray, gpu_free: IArray) -> FArray:
+    """Best fit's measure of what a node has left after a placement, in [0, 1] (lower: fuller)."""
+    return 0.5 * cpu_free / MAX_CPU + 0.5 * gpu_free / MAX_GPU
 
 
 def _apply(state: Nodes, tasks: Tasks, i: int, n: int, dev: int) -> None:
@@ -380,7 +383,7 @@ def _packing_score(gpu: IArray, ngpu: int, milli: int, share_dev: IArray) -> FAr
     if milli < MILLI:  # one device, the fullest that fits (sorted by free, ascending)
         left = gpu[np.arange(len(gpu)), share_dev]
         partial = np.maximum(100 - (left * 100 // MILLI) // 10, 50)
-        used = np.where(left == MILLI, np.maximum(50 - 1, 33), partial)
+        used = np.where(left == MILLI, 49, partial)  # a whole free device: max(50 - 1, 33)
     else:
         used = np.full(len(gpu), max(50 - ngpu, 33))
     return np.where(empty, np.maximum(33 - fully_free, fully_free), used).astype(float)

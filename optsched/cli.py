@@ -236,6 +236,57 @@ def capacity(paths: Annotated[list[Path], typer.Argument(help="DEMAND POOLS, or 
 
 
 @app.command()
+def pareto(cluster: Path, queue: Path,
+           objectives: Annotated[str, typer.Option(help="comma-separated objective terms (2 or more)")] =
+           "admitted_value,cost,fragmentation",
+           select: Annotated[str, typer.Option(help="knee, or a JSON rule: {\"weights\": {...}}, "
+                                                     "{\"lexicographic\": [...]}, {\"bounds\": {...}}")] = "knee",
+           time_limit: Annotated[float, typer.Option(help="seconds for the whole call")] = 10.0,
+           seed: int = 0,
+           output: Annotated[Path | None, typer.Option("-o", "--output", help="write the front (JSON)")] = None,
+           plot: Annotated[Path | None, typer.Option(help="draw the front (PNG)")] = None,
+           ) -> None:
+    """The trade-off between objectives: NSGA-II's set of non-dominated plans, and one selected."""
+    from optsched.pareto import pareto_problem
+    from optsched.pareto.plot import plot_front
+
+    try:
+        names = [n.strip() for n in objectives.split(",") if n.strip()]
+        rule = select if select == "knee" else json.loads(select)
+        c = load_cluster(cluster)
+        q = load_queue(queue, c)
+        p = compile_problem(c, q, validate=False)
+        front = pareto_problem(p, names, time_limit=time_limit, seed=seed)
+        chosen = front.select_index(rule)
+    except json.JSONDecodeError as exc:
+        _fail_input(InputError([InputIssue("select", "bad_rule", f"not knee and not JSON: {exc}")]))
+        return
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    st = front.stats
+    t = Table(title=f"Pareto set: {len(front)} plans, {st.get('evaluations', 0)} evaluations "
+                    f"({st.get('evaluations_per_s', 0)}/s), {st.get('seconds', 0)} s")
+    t.add_column("#", justify="right")
+    t.add_column("from")
+    for n in front.objectives:
+        t.add_column(n, justify="right")
+    for i, (pl, row) in enumerate(zip(front.plans, front.table(), strict=True)):
+        mark = " *" if i == chosen else ""
+        t.add_row(f"{i}{mark}", pl.solver.name, *(f"{row[n]:,.2f}" for n in front.objectives))
+    for name, terms in sorted(front.baselines.items()):
+        t.add_row("-", f"baseline {name}", *(f"{terms[n]:,.2f}" for n in front.objectives), style="dim")
+    console.print(t)
+    console.print(f"selected (*): plan {chosen} by {rule}")
+    if output is not None:
+        output.write_text(json.dumps(front.to_dict(selected=chosen), indent=1) + "\n")
+        console.print(f"front written to {output}")
+    if plot is not None:
+        plot_front(front, plot, title=f"{cluster.stem}: {len(front)} plans")
+        console.print(f"plot written to {plot}")
+
+
+@app.command()
 def schema(document: Annotated[str, typer.Argument(help="cluster | queue | plan | all")] = "all") -> None:
     """Print the JSON Schema of the documents."""
     models: dict[str, type[BaseModel]] = {"cluster": Cluster, "queue": Queue, "plan": Plan}

@@ -27,7 +27,7 @@ order is by admitted value in benchmarks/results/baselines.md."""
 
 def solver_names() -> list[str]:
     """Names accepted by `solve(..., solver=...)`."""
-    return ["auto", "cpsat", "milp", "greedy", "kueue", *STRATEGIES]
+    return ["auto", "cpsat", "milp", "nsga2", "greedy", "kueue", *STRATEGIES]
 
 
 EVALUATE_RESERVE = 0.1
@@ -72,6 +72,10 @@ def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_l
         from optsched.solvers.milp import solve_milp  # lazy, as cpsat
 
         return solve_milp(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
+    if solver == "nsga2":
+        from optsched.pareto import solve_nsga2  # lazy: pymoo loads only when asked for
+
+        return solve_nsga2(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
     if solver == "kueue":
         from optsched.solvers.kueue import solve_kueue
 
@@ -117,7 +121,8 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
     solver:
         ``"auto"`` (the model back end for the round's size: `optsched.solvers.backend`),
         ``"cpsat"`` (the CP-SAT round, docs/formulation.md), ``"milp"`` (the same round model
-        solved by HiGHS), ``"greedy"`` (the best placement baseline within the time limit),
+        solved by HiGHS), ``"nsga2"`` (the plan the objective selects from the round's Pareto
+        set: `optsched.pareto`), ``"greedy"`` (the best placement baseline within the time limit),
         ``"kueue"`` (Kueue's admission, borrowing and preemption) or a placement baseline
         (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``, ``topo-best-fit``).
     objective:

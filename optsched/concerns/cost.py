@@ -16,10 +16,18 @@ any.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from optsched.problem import PRICING_CODES, Problem
+from optsched.problem import PRICING_CODES, GroupSpec, Problem
 from optsched.view import PlanView
+
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
+
+COST_SCALE = 1000
+"""The CP-SAT cost term counts milli-dollars per hour (node prices rounded to 0.001 $/h)."""
 
 
 def term(view: PlanView) -> dict[str, float]:
@@ -43,6 +51,51 @@ def term(view: PlanView) -> dict[str, float]:
             lost_s = rep.job.spec.checkpoint_interval_s / 2 + rep.job.restart_s
             risk += float(p.pool_rate[p.node_pool[rep.node]]) * group.gpu * lost_s / 3600.0
     return {"cost": cost, "reserved_idle_cost": idle, "spot_risk": risk}
+
+
+def _uses_something(group: GroupSpec) -> bool:
+    """A replica of `group` makes its node a hosting one (it requests a resource or a device)."""
+    return group.uses_devices or bool(np.any(group.req > 0))
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: the `cost` term, built only when the objective names it (docs/formulation.md K1).
+
+    ``h[v]`` (bool) is 1 when node v hosts work: every replica count of a group that uses
+    something (``y[j, g, v] <= ub x h[v]``) and every kept evictable job on v (``keep[k] <= h[v]``)
+    force it. Cost = sum over non-reserved priced nodes of price_v x h[v], plus the nodes that
+    host running jobs the round cannot evict (a constant). Provisioned nodes are not in the model.
+    """
+    if "cost" not in r.wanted:
+        return
+    p = r.p
+    if not len(p.pool_names):
+        r.add_term("cost", 0, COST_SCALE, maximise=False)
+        r.term_ub["cost"] = 0
+        return
+    has_pool = p.node_pool >= 0
+    pricing = np.where(has_pool, p.pool_pricing[np.maximum(p.node_pool, 0)], -1)
+    paid = has_pool & (pricing != PRICING_CODES["reserved"]) & ~p.node_provisioned & (p.node_price > 0)
+    hosting = np.any(r.base.used > 0, axis=1)
+    hosting |= np.bincount(p.dev_node, weights=r.base.dev_used > 0, minlength=p.n_nodes) > 0
+    price = np.rint(p.node_price * COST_SCALE).astype(np.int64)
+    constant = int(price[paid & hosting].sum())
+    items: list[tuple[int, object]] = []
+    for v in sorted(set(r.by_node) | set(r.held)):
+        if not paid[v] or hosting[v]:
+            continue
+        uses = [k for k in r.by_node.get(v, []) if _uses_something(p.jobs[k[0]].groups[k[1]])]
+        kept = [keep for keep, _, _ in r.held.get(v, [])]
+        if not uses and not kept:
+            continue
+        h = r.model.new_bool_var(f"h[{v}]")
+        for k in uses:
+            r.model.add(r.y[k] <= r.model_ub(r.y[k]) * h)
+        for keep in kept:
+            r.model.add_implication(keep, h)
+        items.append((int(price[v]), h))
+    r.add_term("cost", constant + r.wsum((h for _, h in items), (c for c, _ in items)), COST_SCALE, maximise=False)
+    r.term_ub["cost"] = constant + sum(c for c, _ in items)
 
 
 UNATTRIBUTED = "(unattributed)"

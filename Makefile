@@ -35,6 +35,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/huge.py
 	$(BIN)/python benchmarks/tenancy.py
 	$(BIN)/python benchmarks/capacity.py
+	$(BIN)/python benchmarks/milp.py
+	$(BIN)/python benchmarks/fgd.py
+	$(BIN)/python benchmarks/pareto.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -161,6 +161,16 @@ def test_a_fixed_seed_gives_the_same_set() -> None:
     assert [pl.placements for pl in runs[0].plans] == [pl.placements for pl in runs[1].plans]
 
 
+def test_worker_processes_do_not_change_the_set() -> None:
+    c = optsched.load_cluster(EXAMPLES / "cluster.yaml")
+    q = optsched.load_queue(EXAMPLES / "queue.yaml", c)
+    p = compile_problem(c, q)
+    one, two = (pareto_problem(p, OBJECTIVES, time_limit=60, seed=3, generations=3, population=8, cpsat_seeds=False,
+                               workers=w) for w in (1, 2))
+    assert two.stats["workers"] == 2 and one.stats["workers"] == 1
+    assert [pl.objective for pl in one.plans] == [pl.objective for pl in two.plans]
+
+
 def test_solve_nsga2_returns_the_plan_the_objective_selects() -> None:
     c = optsched.load_cluster(EXAMPLES / "cluster.yaml")
     q = optsched.load_queue(EXAMPLES / "queue.yaml", c)

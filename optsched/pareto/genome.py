@@ -1,6 +1,6 @@
 """The NSGA-II genome: random keys decoded into a plan by the greedy baselines' placement engine.
 
-A genome is a vector of 4n + N keys in [0, 1) for a round of n queued jobs on N nodes
+A genome is a vector of 5n + N keys in [0, 1) for a round of n queued jobs on N nodes
 (docs/pareto.md):
 
 - ``order[j]``: jobs are placed in increasing key order;
@@ -12,6 +12,8 @@ A genome is a vector of 4n + N keys in [0, 1) for a round of n queued jobs on N 
 - ``where[j]``: a preference the job's replicas try first, falling back to any node: spot nodes
   or non-spot nodes (jobs whose spot is not `forbidden`), then one of the device models the job
   accepts (jobs that accept more than one);
+- ``grow[j]``: below 0.5 an elastic job grows beyond its minimum as soon as it is placed (as the
+  baselines do), else only after every job has had its minimum (elastic replicas are worth half);
 - ``open[v]``: below `CLOSE` node v takes no new replica (running work stays): the search can
   keep priced nodes empty, the lever of cost, which job-level choices alone reach only by chance.
 
@@ -22,11 +24,12 @@ gang rollback), and the tests check every plan with the validator. The decoder n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from optsched.ledger import Ledger
+from optsched.ledger import Ledger, PlacedReplica, crossed_domains
 from optsched.model.plan import Plan, SolverStats
 from optsched.problem import PRICING_CODES, BArray, FArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.solvers.greedy import (
@@ -46,8 +49,8 @@ LEAVE_OUT = 0.1
 LEFT_OUT = "left out by this trade-off (nsga2 genome)"
 """Deferral detail of a job the genome did not attempt."""
 
-GENES = 4
-"""Keys per job: order, rule, admit, where (then one key per node: open)."""
+GENES = 5
+"""Keys per job: order, rule, admit, where, grow (then one key per node: open)."""
 
 CLOSE = 0.1
 """Node keys below this close the node to new replicas (a random genome closes 10% of them)."""
@@ -109,6 +112,9 @@ class GenomeEngine(GreedyEngine):
         self.rule = keys[n:2 * n]
         self.attempt = keys[2 * n:3 * n] >= LEAVE_OUT
         self.where = keys[3 * n:4 * n]
+        self.grow_late = keys[4 * n:5 * n] >= 0.5
+        self.later: list[tuple[JobSpec, list[PlacedReplica], BArray | None]] = []
+        """Admitted jobs whose elastic growth waits for the second pass, with their restriction."""
         self.real = self.real & (keys[GENES * n:] >= CLOSE)  # closed nodes are invisible to placement
         self.prefer: BArray | None = None
 
@@ -140,6 +146,24 @@ class GenomeEngine(GreedyEngine):
             if att.failure is None or att.failure == "time_limit":
                 return att
         return super()._place_in(job, counts, restrict)
+
+    def grow(self, job: JobSpec, placed: list[PlacedReplica], restrict: BArray | None) -> None:
+        if self.grow_late[job.index] and any(g.rmax > g.rmin for g in job.groups):
+            self.later.append((job, placed, restrict))
+            return
+        super().grow(job, placed, restrict)
+
+    def run(self, deadline: float = math.inf) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
+        placed, deferred = super().run(deadline)
+        for job, replicas, restrict in self.later:  # second pass: elastic growth in job order
+            if job.id not in placed:
+                continue
+            nodes = np.array([r.node for r in replicas], dtype=np.int64)
+            self.ledger.add_uplink(crossed_domains(self.p, nodes), job.bandwidth, sign=-1.0)
+            super().grow(job, replicas, restrict)
+            nodes = np.array([r.node for r in replicas], dtype=np.int64)
+            self.ledger.add_uplink(crossed_domains(self.p, nodes), job.bandwidth)
+        return placed, deferred
 
 
 def job_models(p: Problem, job: JobSpec) -> list[int]:
@@ -186,7 +210,7 @@ def baseline_genome(p: Problem, name: str) -> FArray:
     names = [r.name for r in RULES]
     keys[n:2 * n] = (names.index(name) + 0.5) / len(RULES)
     keys[2 * n:3 * n] = 1.0 - 1e-9
-    keys[3 * n:4 * n] = 0.0
+    keys[3 * n:5 * n] = 0.0
     keys[GENES * n:] = 1.0 - 1e-9
     return keys
 

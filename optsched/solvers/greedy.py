@@ -325,7 +325,12 @@ class GreedyEngine:
             self._rollback(job, placed)
             att.failure, att.detail = why, detail
             return att
-        # elastic growth, one replica at a time, while every rule still holds
+        self.grow(job, placed, restrict)
+        return att
+
+    def grow(self, job: JobSpec, placed: list[PlacedReplica], restrict: BArray | None) -> None:
+        """Elastic growth of an admitted job, one replica at a time, while every rule still holds
+        (the job's own uplink traffic must not be in the ledger yet)."""
         now = [0] * len(job.groups)
         for r in placed:
             now[r.group] += 1
@@ -346,7 +351,6 @@ class GreedyEngine:
                     self._rollback(job, [placed.pop()])
                     break
                 now[group.index] += 1
-        return att
 
     # ------------------------------------------------------------------ domains
     def _domain_candidates(self, job: JobSpec, levels: list[int], limit: int) -> list[tuple[int, int]]:

@@ -109,13 +109,15 @@ def pareto_problem(p: Problem, objectives: Sequence[str], *, time_limit: float =
         affordable = max(end - reserve - time.perf_counter(), 0.0) / max(per_eval, 1e-4)
         population = int(np.clip(affordable // GENERATIONS, 8, 40))
         population += population % 2
-    found = search(p, names, np.array(genomes), deadline=end - reserve, seed=seed, population=population,
+    # the search stops when one more evaluation would not end before the check's reserve
+    found = search(p, names, np.array(genomes), deadline=end - reserve - per_eval, seed=seed, population=population,
                    generations=generations, archive=archive,
                    workers=_workers(workers, per_eval)) if p.jobs else None
     front = ParetoSet.of(names, archive.front()).plans
     front = _thin(front, names, MAX_PLANS)
     failed = 0
     checked = []
+    t_check = time.perf_counter()
     for plan in front:  # the validator is the ground truth: a plan that fails it is a bug, never returned
         if check_problem(p, plan):
             failed += 1
@@ -125,35 +127,40 @@ def pareto_problem(p: Problem, objectives: Sequence[str], *, time_limit: float =
         stats.update(workers=found.workers, evaluations=found.evaluations, generations=found.generations,
                      population=found.population, search_s=round(found.seconds, 3),
                      evaluations_per_s=round(found.per_second, 2))
-    stats.update(seconds=round(time.perf_counter() - start, 3), failed_check=failed, seed=seed)
+    stats.update(check_s=round(time.perf_counter() - t_check, 3), seconds=round(time.perf_counter() - start, 3),
+                 failed_check=failed, seed=seed)
     return ParetoSet(names, checked, baselines=baselines, stats=stats)
 
 
 def _cpsat_seeds(p: Problem, names: tuple[str, ...], baselines: dict[str, dict[str, float]], *,
                  deadline: float, seed: int) -> tuple[list[Plan], list[dict[str, Any]]]:
-    """CP-SAT optima that seed the search: each modelled objective first (the others after it), then
-    weighted sums over a simplex lattice (each objective scaled by the baselines' range), the most
-    balanced first; as many as get `MIN_SEED_S` each, in equal slices of the time left, none when
-    the whole model would not fit its slice (docs/pareto.md)."""
+    """CP-SAT optima that seed the search: each modelled objective first (the others after it: the
+    front's extremes), then weighted sums over a simplex lattice, the most balanced first, each
+    objective scaled by its range over the baselines' and the extremes' points; as many as get
+    `MIN_SEED_S` each, in equal slices of the time left, none when the whole model would not fit
+    its slice (docs/pareto.md)."""
     from optsched.solvers.cpsat import MODELLED_TERMS, SECONDS_PER_CANDIDATE, candidate_cap, solve_cpsat
 
     modelled = [n for n in names if n in MODELLED_TERMS]
     if not modelled:
         return [], []
-    specs: list[ObjectiveSpec] = [[n, *[m for m in modelled if m != n]] for n in modelled]
-    if len(modelled) > 1:
-        first = next(iter(baselines.values()))
-        span = {n: max(float(np.ptp([b[n] for b in baselines.values()])), 1e-6 * max(1.0, abs(first[n])))
-                for n in modelled}
-        lattice = sorted(_compositions(len(modelled) + 2, len(modelled)), key=lambda c: (np.ptp(c), c))
-        specs += [{n: float(part / span[n]) for n, part in zip(modelled, parts, strict=True)} for parts in lattice]
-    specs = specs[:max(1, int((deadline - time.perf_counter()) / MIN_SEED_S))]  # the balanced sums first
+    extremes: list[ObjectiveSpec] = [[n, *[m for m in modelled if m != n]] for n in modelled]
+    lattice = sorted(_compositions(len(modelled) + 2, len(modelled)), key=lambda c: (np.ptp(c), c)) \
+        if len(modelled) > 1 else []
+    count = max(1, min(len(extremes) + len(lattice), int((deadline - time.perf_counter()) / MIN_SEED_S)))
     model_s = SECONDS_PER_CANDIDATE * candidate_cap(p) * sum(len(j.groups) for j in p.jobs)
     plans: list[Plan] = []
     rows: list[dict[str, Any]] = []
-    for i, spec in enumerate(specs):
-        left = deadline - time.perf_counter()
-        slice_s = left / (len(specs) - i)
+    for i in range(count):
+        if i < len(extremes):
+            spec = extremes[i]
+        else:  # ranges known once the extremes are in
+            points = [*baselines.values(), *(pl.objective for pl in plans)]
+            span = {n: max(float(np.ptp([t[n] for t in points])), 1e-6 * max(1.0, abs(points[0][n])))
+                    for n in modelled}
+            parts = lattice[i - len(extremes)]
+            spec = {n: float(c / span[n]) for n, c in zip(modelled, parts, strict=True)}
+        slice_s = (deadline - time.perf_counter()) / (count - i)
         if slice_s <= 0 or model_s > 0.4 * slice_s:
             rows.append({"objective": spec, "skipped": f"a model needs about {model_s:.2f} s of {slice_s:.2f} s"})
             continue

@@ -25,7 +25,6 @@ gang rollback), and the tests check every plan with the validator. The decoder n
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,7 +35,6 @@ from optsched.solvers.greedy import (
     STRATEGIES,
     Attempt,
     GreedyEngine,
-    NodeCursor,
     Strategy,
     kube_order,
     score_most_allocated,
@@ -117,17 +115,6 @@ class GenomeEngine(GreedyEngine):
         """Admitted jobs whose elastic growth waits for the second pass, with their restriction."""
         self.real = self.real & (keys[GENES * n:] >= CLOSE)  # closed nodes are invisible to placement
         self.prefer: BArray | None = None
-
-    def _cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
-        # one cursor per (shape, rule): a cursor keeps the scores of the rule that made it
-        from optsched.concerns import eligibility
-
-        key = (*eligibility.shape_key(self.p, job, group), group.gpu, group.share, self.s.name)
-        cursor = self._cursors.get(key)
-        if cursor is None:
-            nodes = np.flatnonzero(eligibility.mask(self.p, job, group) & self.real)
-            cursor = self._cursors[key] = NodeCursor(self, group, nodes)
-        return cursor
 
     def admit(self, job: JobSpec) -> Attempt:
         j = job.index
@@ -235,8 +222,3 @@ def plan_genome(p: Problem, plan: Plan, rule: str = "best-fit") -> FArray:
 def random_genomes(p: Problem, count: int, rng: np.random.Generator) -> FArray:
     """`count` uniform random genomes (rows)."""
     return rng.random((count, genome_length(p)))
-
-
-def seed_rules() -> Sequence[str]:
-    """The rules whose baseline genomes seed the first population."""
-    return [r.name for r in RULES]

@@ -219,8 +219,9 @@ class GreedyEngine:
 
     # ------------------------------------------------------------------ one replica
     def _cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
-        """The round's cursor for the shape of `group` (its eligible real nodes, scored)."""
-        key = (*eligibility.shape_key(self.p, job, group), group.gpu, group.share)
+        """The round's cursor for the shape of `group` (its eligible real nodes, scored by the
+        current strategy: an engine whose strategy changes per job keeps one cursor per strategy)."""
+        key = (*eligibility.shape_key(self.p, job, group), group.gpu, group.share, self.s.name)
         cursor = self._cursors.get(key)
         if cursor is None:
             nodes = np.flatnonzero(eligibility.mask(self.p, job, group) & self.real)

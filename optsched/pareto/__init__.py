@@ -27,7 +27,7 @@ from optsched.model.plan import Plan
 from optsched.model.queue import Queue
 from optsched.objective import Objective, ObjectiveSpec
 from optsched.pareto.exact import exact_front
-from optsched.pareto.front import ParetoSet, SelectRule, check_objectives, hypervolume
+from optsched.pareto.front import ParetoSet, SelectRule, check_objectives, hypervolume, minimised
 from optsched.pareto.genome import baseline_genome, plan_genome
 from optsched.pareto.nsga2 import Archive, search
 from optsched.problem import Problem, compile_problem
@@ -113,8 +113,7 @@ def pareto_problem(p: Problem, objectives: Sequence[str], *, time_limit: float =
     found = search(p, names, np.array(genomes), deadline=end - reserve - per_eval, seed=seed, population=population,
                    generations=generations, archive=archive,
                    workers=_workers(workers, per_eval)) if p.jobs else None
-    front = ParetoSet.of(names, archive.front()).plans
-    front = _thin(front, names, MAX_PLANS)
+    front = _thin(archive.plans, names, MAX_PLANS)
     failed = 0
     checked = []
     t_check = time.perf_counter()
@@ -194,8 +193,6 @@ def _thin(plans: list[Plan], names: tuple[str, ...], limit: int) -> list[Plan]:
     if len(plans) <= limit:
         return plans
     from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
-
-    from optsched.pareto.front import minimised
 
     f = np.array([minimised(pl.objective, names) for pl in plans])
     keep = list(dict.fromkeys(int(i) for i in np.argmin(f, axis=0)))

@@ -29,7 +29,7 @@ from pymoo.termination.default import DefaultMultiObjectiveTermination
 
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
-from optsched.pareto.front import dominated_mask, minimised
+from optsched.pareto.front import minimised
 from optsched.pareto.genome import decode, genome_length
 from optsched.problem import FArray, Problem
 
@@ -68,7 +68,8 @@ class _Keys(PymooProblem):
 
 @dataclass
 class Archive:
-    """Every evaluated plan that no other evaluated plan dominates (minimisation form)."""
+    """Every evaluated plan that no other evaluated plan dominates (minimisation form), one per
+    objective vector: `add` keeps `plans` non-dominated as it goes."""
 
     objectives: tuple[str, ...]
     plans: list[Plan] = field(default_factory=list)
@@ -86,13 +87,6 @@ class Archive:
             self.points = [pt for pt, k in zip(self.points, keep, strict=True) if k]
         self.plans.append(plan)
         self.points.append(f)
-
-    def front(self) -> list[Plan]:
-        """The kept plans (non-dominated among themselves)."""
-        if not self.plans:
-            return []
-        keep = ~dominated_mask(np.array(self.points))
-        return [pl for pl, k in zip(self.plans, keep, strict=True) if k]
 
 
 @dataclass

@@ -68,8 +68,7 @@ def pareto(cluster: Cluster, queue: Queue, objectives: Sequence[str] = DEFAULT_O
     measured evaluation is slow enough to gain from them; the set does not depend on it).
     """
     start = time.perf_counter()
-    names = check_objectives(objectives)
-    return pareto_problem(compile_problem(cluster, queue), names, time_limit=time_limit, seed=seed,
+    return pareto_problem(compile_problem(cluster, queue), objectives, time_limit=time_limit, seed=seed,
                           population=population, generations=generations, cpsat_seeds=cpsat_seeds, workers=workers,
                           started=start)
 

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optsched.sim.batched import BatchStats, place_batched
 from optsched.sim.fgd import MILLI, POLICIES, Nodes, Tasks, Typical, fragmentation, inflate, place, typical_tasks
 
 
@@ -81,3 +82,34 @@ def test_inflation_keeps_the_trace_and_stops_at_the_ratio() -> None:
     order = inflate(tasks, cluster_gpu_milli=10_000, ratio=1.3, rng=np.random.default_rng(1))
     assert sorted(order[:3].tolist()) == [0, 1, 2]
     assert int(tasks.gpu_milli[order].sum()) <= 13_000 + 2 * MILLI  # the simulator's one-GPU test
+
+
+def test_a_batched_round_trades_a_share_for_a_whole_gpu() -> None:
+    """One GPU; a 500-milli share arrives, then a whole-GPU task. Online, the share takes the GPU
+    and the whole task fails (500 milli); a round that sees both places the whole GPU (1,000)."""
+    nodes, tasks = _nodes([1]), _tasks([(1000, 1, 500), (1000, 1, 1000)])
+    typical = typical_tasks(tasks)
+    order = np.array([0, 1])
+    online = place(nodes, tasks, order, "fgd-bestfit", np.random.default_rng(0), typical)
+    stats = BatchStats()
+    batched = place_batched(nodes, tasks, order, 2, np.random.default_rng(0), typical, stats=stats)
+    assert online.allocated_milli[-1] == 500 and batched.allocated_milli[-1] == 1000
+    assert batched.placed.tolist() == [False, True] and stats.modelled == 1 and stats.gained_milli == 500
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(), st.sampled_from([1, 2, 3, 5]))
+def test_batched_rounds_stay_within_capacity_and_never_allocate_less_per_round(data: tuple[Nodes, Tasks],
+                                                                               batch: int) -> None:
+    """Every round's plan is applied only if it fits (apply_round raises otherwise); the free
+    resources account for exactly the placed tasks; no round allocates less than its hint."""
+    nodes, tasks = data
+    typical = typical_tasks(tasks)
+    order = np.arange(len(tasks))
+    stats = BatchStats()
+    run = place_batched(nodes, tasks, order, batch, np.random.default_rng(0), typical, stats=stats)
+    assert run.final is not None
+    assert (run.final.cpu >= 0).all() and (run.final.gpu[nodes.gpu >= 0] >= 0).all()
+    assert nodes.gpu_milli - run.final.gpu_milli == run.allocated_milli[-1]
+    assert nodes.cpu.sum() - run.final.cpu.sum() == tasks.cpu[order][run.placed].sum()
+    assert stats.worst_gain_milli == 0  # no modelled round allocated less than its hint

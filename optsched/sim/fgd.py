@@ -200,6 +200,10 @@ class Run:
     cluster_milli: int
     final: Nodes | None = None
     """The nodes' free resources after the run."""
+    node: IArray | None = None
+    """Per task of the order: the node it went to (-1: failed)."""
+    device: IArray | None = None
+    """Per task of the order: the device a share went to (-1: whole GPUs, CPU only, or failed)."""
 
     def allocation_at(self, load: float) -> float:
         """Allocated / cluster milli-GPU when the arrived load first reaches `load` x the cluster
@@ -256,6 +260,8 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
     cluster = nodes.gpu_milli
     frag = fragmentation(state.cpu, state.gpu, state.model, typical) if policy.startswith("fgd") and typical else None
     placed = np.zeros(len(order), dtype=bool)
+    node_of = np.full(len(order), -1, dtype=np.int64)
+    dev_of = np.full(len(order), -1, dtype=np.int64)
     allocated = np.zeros(len(order), dtype=np.int64)
     got = 0
     for k, i in enumerate(order.tolist()):
@@ -271,10 +277,11 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
             if frag is not None and typical is not None:
                 frag[n] = fragmentation(state.cpu[n:n + 1], state.gpu[n:n + 1], state.model[n:n + 1], typical)[0]
             placed[k] = True
+            node_of[k], dev_of[k] = n, dev
             got += int(tasks.gpu_milli[i])
         allocated[k] = got
     arrived = np.cumsum(tasks.gpu_milli[order])
-    return Run(placed, arrived, allocated, cluster, final=state)
+    return Run(placed, arrived, allocated, cluster, final=state, node=node_of, device=dev_of)
 
 
 def _choose(state: Nodes, tasks: Tasks, i: int, cand: IArray, policy: str, rng: np.random.Generator,

@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,4 +1,4 @@
-"""The `optsched` command: solve, check, evaluate, generate, schema, demo.
+"""The `optsched` command: solve, check, evaluate, generate, capacity, pareto, bench, schema, demo.
 
 Input errors print every problem with its field path and exit 2 (no traceback); `check` exits 1
 when the plan breaks a rule.
@@ -295,6 +295,34 @@ def schema(document: Annotated[str, typer.Argument(help="cluster | queue | plan 
         raise typer.Exit(2)
     out = {k: m.model_json_schema() for k, m in models.items() if document in ("all", k)}
     sys.stdout.write(json.dumps(out if document == "all" else out[document], indent=1) + "\n")
+
+
+@app.command()
+def bench(suite: Annotated[str, typer.Argument(help="fgd | rounds | philly, or a suite YAML file")],
+          seeds: Annotated[int | None, typer.Option(help="run this many seeds from the suite's first")] = None,
+          executor: Annotated[str, typer.Option(help="local (process pool) | ray (the ray extra)")] = "local",
+          workers: Annotated[int | None, typer.Option(help="parallel cases (default: CPUs)")] = None,
+          solvers: Annotated[str | None, typer.Option(help="comma-separated subset of the suite's solvers")] = None,
+          out: Annotated[Path, typer.Option(help="folder for <suite>.md, .csv and plots")] = Path("benchmarks/results"),
+          ) -> None:
+    """Run a benchmark suite in parallel; write <out>/<suite>.md, <suite>.csv and its plots."""
+    from optsched.bench import DataMissing, load_suite, run_suite
+
+    try:
+        s = load_suite(suite)
+        if solvers:
+            unknown = [x for x in solvers.split(",") if x not in s.solvers]
+            if unknown:
+                raise InputError([InputIssue("solvers", "not_in_suite", f"{unknown}; the suite has {s.solvers}")])
+            s = s.model_copy(update={"solvers": solvers.split(",")})
+        path, rows = run_suite(s, out=out, seeds=seeds, executor=executor, workers=workers)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    except DataMissing as exc:
+        err.print(f"[yellow]skipped[/]: {exc}")
+        raise typer.Exit(3) from exc
+    console.print(f"{len(rows)} cases; report: {path}")
 
 
 @app.command()

@@ -482,6 +482,8 @@ class Simulator:
             bad = check_problem(p, plan)
             if bad:
                 raise PlanRejected(self.now, [f"{v.rule}: {v.message}" for v in bad])
+        if plan.provisioning:
+            raise PlanRejected(self.now, ["the plan provisions nodes, which the simulator does not model yet"])
         placed = {pl.job for pl in plan.placements}
         unknown = placed - set(self.queued)
         if unknown:

@@ -1,0 +1,288 @@
+"""What one case of each suite kind runs, and the report each kind writes.
+
+- `rounds`: one scheduling round (reference cluster, generated queue); the plan is checked, and
+  its admitted value is set against the round's upper bound (`optsched.bound`): the gap.
+- `fgd`: one run of FGD's protocol on an openb trace (`optsched.sim.fgd`, `optsched.sim.batched`),
+  reported beside the FGD authors' published results.
+- `philly`: a time-based replay of Philly's job summaries through the simulator
+  (`optsched.sim.engine`): queue delay and JCT percentiles per policy.
+
+Data (traces, published results) is read from `data_dir()`: `$OPTSCHED_DATA`, else
+`../shared/data` beside the project. A case whose data is absent raises `DataMissing`.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import functools
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from optsched.bench.report import machine, table
+from optsched.bench.suite import Case, Suite
+
+Row = dict[str, Any]
+FGD_PUBLISHED = {"random": "01-Random", "dot-product": "02-DotProd", "gpu-clustering": "03-GpuClustering",
+                 "gpu-packing": "04-GpuPacking", "best-fit": "05-BestFit", "fgd": "06-FGD"}
+BATCHED = "batched-cpsat"
+LOADS = list(range(0, 131, 10))
+"""Arrived load points (% of the cluster's GPUs) of the allocation curve."""
+
+
+class DataMissing(FileNotFoundError):
+    """A suite's data files are not on this machine (see ../shared/data/README.md)."""
+
+
+def data_dir() -> Path:
+    """Where traces and published results live."""
+    return Path(os.environ.get("OPTSCHED_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        raise DataMissing(f"{path} is absent (set OPTSCHED_DATA or see ../shared/data/README.md)")
+    return path
+
+
+def cluster_path(name: str) -> Path:
+    """A reference cluster (models/clusters/<name>.yaml) or a path."""
+    from optsched.generate import MODELS_DIR
+
+    path = Path(name)
+    return path if path.suffix in (".yaml", ".yml", ".json") else MODELS_DIR / "clusters" / f"{name}.yaml"
+
+
+def run_case(case: Case) -> Row:
+    """Run one case (its kind's function) and return its row."""
+    return {"rounds": _round_case, "fgd": _fgd_case, "philly": _philly_case}[case.kind](case)
+
+
+def report(suite: Suite, rows: list[Row], out: Path) -> str:
+    """The suite's markdown (and plots under `out`)."""
+    head = (f"# Suite `{suite.name}`\n\n{dt.date.today()}, {machine()}. {suite.description.strip()}\n\n"
+            f"Regenerate: `optsched bench {suite.name}`; every row is in `{suite.name}.csv`.\n\n")
+    return head + {"rounds": _round_report, "fgd": _fgd_report, "philly": _philly_report}[suite.kind](suite, rows, out)
+
+
+# -- rounds ----------------------------------------------------------------------------------------
+def _round_case(case: Case) -> Row:
+    from optsched.bound import bound_problem
+    from optsched.check import check_problem
+    from optsched.generate import generate_queue
+    from optsched.model.io import load_cluster
+    from optsched.problem import compile_problem
+    from optsched.solve import solve_problem
+
+    w = case.workload
+    cluster = load_cluster(cluster_path(case.cluster))
+    queue = generate_queue(cluster, w.get("mix", "mixed"), jobs=w.get("jobs"), load=w.get("load", 2.0),
+                           seed=case.seed)
+    p = compile_problem(cluster, queue)
+    t0 = time.perf_counter()
+    plan = solve_problem(p, solver=case.solver, time_limit=case.time_limit, seed=case.seed)
+    wall = time.perf_counter() - t0
+    upper = bound_problem(p, time_limit=max(case.time_limit, 10.0)).value
+    value = plan.objective["admitted_value"]
+    return {"cluster": case.cluster, "mix": w.get("mix", "mixed"), "load": w.get("load", 2.0), "jobs": len(queue.jobs),
+            "solver": case.solver, "seed": case.seed, "time_limit": case.time_limit, "wall_s": wall,
+            "status": plan.solver.status, "valid": not check_problem(p, plan), "admitted_value": value,
+            "bound": upper, "gap": (upper - value) / upper if upper else math.nan,
+            "evictions": len(plan.evictions), "cost": plan.objective["cost"],
+            "fragmentation": plan.objective["fragmentation"]}
+
+
+def _groups(rows: list[Row], keys: tuple[str, ...]) -> dict[tuple[Any, ...], list[Row]]:
+    out: dict[tuple[Any, ...], list[Row]] = {}
+    for r in rows:
+        out.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return out
+
+
+def _round_report(suite: Suite, rows: list[Row], out: Path) -> str:
+    lines = []
+    for (cluster, load, limit, solver), rs in _groups(rows, ("cluster", "load", "time_limit", "solver")).items():
+        gaps = [r["gap"] for r in rs if not math.isnan(r["gap"])]
+        lines.append([cluster, f"{load:g}x", f"{limit:g}", solver, len(rs), sum(r["valid"] for r in rs),
+                      f"{np.mean([r['admitted_value'] for r in rs]):,.0f}", f"{np.mean([r['bound'] for r in rs]):,.0f}",
+                      f"{100 * np.mean(gaps):.1f}" if gaps else "-", f"{np.mean([r['wall_s'] for r in rs]):.2f}"])
+    return ("Mean over seeds; `gap` = (bound - admitted value) / bound, the bound being the round's LP/MILP "
+            "upper bound on admitted value; `valid` = plans the validator accepts.\n\n"
+            + table(["cluster", "load", "limit s", "solver", "runs", "valid", "admitted value", "bound", "gap %",
+                     "wall s"], lines) + "\n")
+
+
+# -- fgd -------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4)
+def _openb(trace: str) -> tuple[Any, Any, Any]:
+    from optsched.sim.fgd import load_nodes, load_tasks, typical_tasks
+
+    root = data_dir() / "alibaba-gpu-v2023"
+    nodes = load_nodes(_need(root / "openb_node_list_gpu_node.csv"))
+    tasks = load_tasks(_need(root / f"{trace}.csv"), nodes.models)
+    return nodes, tasks, typical_tasks(tasks)
+
+
+def _fgd_case(case: Case) -> Row:
+    from optsched.sim.batched import BatchStats, place_batched
+    from optsched.sim.fgd import inflate, place
+
+    w = case.workload
+    nodes, tasks, typical = _openb(w.get("trace", "openb_pod_list_default"))
+    rng = np.random.default_rng(case.seed)
+    order = inflate(tasks, nodes.gpu_milli, w.get("ratio", 1.3), rng)
+    t0 = time.perf_counter()
+    row: Row = {"trace": w.get("trace", "openb_pod_list_default"), "policy": case.solver, "seed": case.seed}
+    if case.solver == BATCHED:
+        stats = BatchStats()
+        run = place_batched(nodes, tasks, order, int(w.get("batch", 100)), rng, typical,
+                            time_limit=float(w.get("round_limit", 2.0)), stats=stats)
+        row.update(batch=int(w.get("batch", 100)), rounds=stats.rounds, modelled=stats.modelled,
+                   optimal=stats.optimal, model_s=stats.model_s, gained_tasks=stats.gained_tasks,
+                   gained_gpus=stats.gained_milli / 1000)
+    else:
+        run = place(nodes, tasks, order, case.solver, rng, typical)
+    row["seconds"] = time.perf_counter() - t0
+    row["tasks"], row["nodes"], row["gpus"] = len(order), len(nodes.cpu), nodes.gpu_milli // 1000
+    for load in LOADS:
+        row[f"alloc_{load}"] = 100 * run.allocation_at(load / 100)
+    return row
+
+
+def fgd_published(trace: str) -> dict[tuple[str, int], tuple[float, float]]:
+    """(policy, arrived %) -> (mean, std) allocation % from the FGD authors' summary."""
+    out = {}
+    path = _need(data_dir() / "fgd-results" / "DERIVED_summary_alloc_at_100_and_130.csv")
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            if r["workload"] == trace:
+                out[(r["sc_policy"], int(r["arrived_gpu_pct"]))] = (float(r["alloc_pct_mean"]),
+                                                                     float(r["alloc_pct_std"]))
+    return out
+
+
+def _fgd_report(suite: Suite, rows: list[Row], out: Path) -> str:
+    text = []
+    for (trace,), trs in _groups(rows, ("trace",)).items():
+        paper = fgd_published(trace)
+        lines, curves, note = [], {}, ""
+        for (policy,), rs in _groups(trs, ("policy",)).items():
+            a100, a130 = [r["alloc_100"] for r in rs], [r["alloc_130"] for r in rs]
+            ref = FGD_PUBLISHED.get(policy, "06-FGD")
+            p100 = paper.get((ref, 100), (math.nan, 0.0))
+            p130 = paper.get((ref, 130), (math.nan, 0.0))
+            lines.append([policy, f"{np.mean(a100):.2f} ± {np.std(a100):.2f}", f"{p100[0]:.2f} ± {p100[1]:.2f}",
+                          f"{np.mean(a130):.2f} ± {np.std(a130):.2f}", f"{p130[0]:.2f} ± {p130[1]:.2f}",
+                          f"{np.mean(a130) - p130[0]:+.2f}", f"{np.mean([r['seconds'] for r in rs]):.1f}"])
+            curves[policy] = [float(np.mean([r[f"alloc_{x}"] for r in rs])) for x in LOADS]
+            if policy == BATCHED:
+                note = (f"\n\n`{BATCHED}`: rounds of {rs[0]['batch']} arrivals; CP-SAT on the rounds where the "
+                        f"online hint (fgd-bestfit) leaves a task out: {np.mean([r['modelled'] for r in rs]):.0f} of "
+                        f"{np.mean([r['rounds'] for r in rs]):.0f} rounds per run, "
+                        f"{100 * sum(r['optimal'] for r in rs) / max(1, sum(r['modelled'] for r in rs)):.0f}% "
+                        f"proven optimal, {np.mean([r['model_s'] for r in rs]):.1f} s of CP-SAT per run; over "
+                        f"their hints they placed {np.mean([r['gained_tasks'] for r in rs]):.1f} more tasks and "
+                        f"{np.mean([r['gained_gpus'] for r in rs]):.1f} more GPUs per run (mean over seeds). In the "
+                        "curve a task counts at its arrival (its round decides it up to one batch later).")
+        first = trs[0]
+        seeds = sorted({r["seed"] for r in trs})
+        name = trace.removeprefix("openb_pod_list_")
+        picture = f"{suite.name}-{name}-allocation.png"
+        _fgd_plot(curves, paper, out / picture, trace)
+        text.append(
+            f"## `{trace}`\n\n{first['nodes']:,} GPU nodes, {first['gpus']:,} GPUs; tasks inflated to 130% of the "
+            f"GPUs; {len(seeds)} seeds ({seeds[0]}..); ties to the first node in node order. Allocation = allocated / "
+            "cluster GPUs (%), mean ± std over seeds; `published` = the FGD authors' results "
+            "(../shared/data/fgd-results/); FGD's for optsched's policies `fgd-bestfit` (online: FGD's score, best fit "
+            "among equal scores; same order, no look-ahead) and `batched-cpsat` (rounds that see a batch of "
+            "arrivals at once); `s` = seconds per run of the placement loop.\n\n"
+            + table(["policy", "at 100% (ours)", "at 100% (published)", "at 130% (ours)", "at 130% (published)",
+                     "diff at 130%", "s"], lines) + note
+            + "\n\n### Allocation (%) against arrived load (%), mean over seeds\n\n"
+            + table(["policy", *[f"{x}%" for x in LOADS]], [[p, *[f"{v:.1f}" for v in c]] for p, c in curves.items()])
+            + f"\n\n![allocation against arrived load]({picture})\n")
+    return "\n".join(text)
+
+
+def _fgd_plot(curves: dict[str, list[float]], paper: dict[tuple[str, int], tuple[float, float]], path: Path,
+              trace: str) -> None:
+    """Mean allocation against arrived load per policy (the FGD paper's figure), from 70% load,
+    with the published means at 100% and 130% as crosses."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for policy, c in curves.items():
+        line, = ax.plot(LOADS[7:], c[7:], marker="o", ms=3, label=policy)
+        for pct in (100, 130):
+            got = paper.get((FGD_PUBLISHED.get(policy, ""), pct))
+            if got is not None:
+                ax.plot([pct], [got[0]], marker="x", color=line.get_color(), ms=8)
+    ax.set_xlabel("arrived GPU load (% of capacity)")
+    ax.set_ylabel("GPUs allocated (%)")
+    ax.set_title(f"{trace}, FGD protocol (x: published means)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# -- philly ----------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=2)
+def _philly() -> Any:
+    from optsched.sim.trace import read_philly
+
+    return read_philly(_need(data_dir() / "pollux-osdi21" / "traces" / "philly.csv"))
+
+
+def _philly_case(case: Case) -> Row:
+    from optsched.model.io import load_cluster
+    from optsched.sim.engine import Rounds, SimConfig, simulate
+
+    w = case.workload
+    day = 86400.0
+    start = float(w.get("start_day", 0)) * day
+    trace = _philly().window(start, start + float(w.get("days", 1)) * day, w.get("limit"))
+    cluster = load_cluster(cluster_path(case.cluster))
+    if w.get("nodes"):  # the first N nodes: a smaller cluster of the same shape
+        cluster = cluster.model_copy(update={"nodes": cluster.nodes[: int(w["nodes"])]})
+    config = SimConfig(policy=case.solver, rounds=Rounds("seconds", float(w.get("round_every_s", 60))),
+                       time_limit=case.time_limit, seed=case.seed)
+    t0 = time.perf_counter()
+    res = simulate(cluster, trace.jobs, config)
+    gpus = sum(n.devices.count for n in cluster.nodes if n.devices)
+    row: Row = {"cluster": f"{case.cluster}[:{w['nodes']}]" if w.get("nodes") else case.cluster,
+                "gpus": gpus, "policy": case.solver, "seed": case.seed, "jobs": len(trace.jobs),
+                "start_day": w.get("start_day", 0), "days": w.get("days", 1),
+                "gpu_hours": sum(t.gpus * t.duration_s for t in trace.jobs) / 3600, "sim_s": time.perf_counter() - t0}
+    row.update(res.summary())
+    return row
+
+
+def _philly_report(suite: Suite, rows: list[Row], out: Path) -> str:
+    lines = []
+    for (cluster, policy), rs in _groups(rows, ("cluster", "policy")).items():
+        r = rs[0] if len(rs) == 1 else {k: float(np.mean([x[k] for x in rs])) if isinstance(rs[0][k], float)
+                                        else rs[0][k] for k in rs[0]}
+        lines.append([cluster, policy, int(r["jobs"]), f"{r['jobs_finished']:.0f}", f"{r['jobs_failed']:.0f}",
+                      *(f"{r[f'queue_delay_p{q}_s'] / 60:.1f}" for q in (50, 95, 99)),
+                      *(f"{r[f'jct_p{q}_s'] / 3600:.2f}" for q in (50, 95, 99)),
+                      f"{100 * r['utilisation']:.1f}", f"{r['rounds']:.0f}", f"{r['round_wall_mean_s']:.3f}",
+                      f"{r['sim_s']:.0f}"])
+    first = rows[0]
+    return (f"Jobs arriving in {first['days']} day(s) from day {first['start_day']} of the trace "
+            f"({first['jobs']:,} jobs, {first['gpu_hours']:,.0f} GPU-hours); a round every 60 s; no failures or "
+            "interruptions. Queue delay = arrival to first start (minutes), JCT = arrival to finish (hours); "
+            "utilisation = allocated / healthy GPU-time over the replay; `round s` = the policy's mean wall time "
+            "per round; `sim s` = the whole replay.\n\n"
+            + table(["cluster", "policy", "jobs", "finished", "failed", "delay p50", "delay p95", "delay p99",
+                     "JCT p50", "JCT p95", "JCT p99", "util %", "rounds", "round s", "sim s"], lines) + "\n")

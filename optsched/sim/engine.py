@@ -185,9 +185,10 @@ class SimResult:
             out[r.state] += 1
         return out
 
-    def utilisation(self) -> float:
-        """Allocated GPU-seconds / healthy GPU-seconds over the run (time-weighted)."""
-        t = np.array([*self.samples.time_s, self.end_s])
+    def utilisation(self, start_s: float = 0.0, end_s: float | None = None) -> float:
+        """Allocated GPU-seconds / healthy GPU-seconds over [start_s, end_s] (default: the run)."""
+        end = self.end_s if end_s is None else min(end_s, self.end_s)
+        t = np.clip(np.array([*self.samples.time_s, self.end_s]), start_s, end)
         dt = np.diff(t)
         healthy = float(np.dot(dt, self.samples.healthy_gpus)) if len(dt) else 0.0
         return float(np.dot(dt, self.samples.allocated_gpus)) / healthy if healthy > 0 else 0.0
@@ -198,7 +199,8 @@ class SimResult:
         return float(np.dot(np.diff(t), self.samples.cost_per_hour)) / 3600 if len(t) > 1 else 0.0
 
     def summary(self) -> dict[str, float]:
-        """Headline numbers: job counts, JCT and queue delay percentiles (s), utilisation,
+        """Headline numbers: job counts, JCT and queue delay percentiles (s), utilisation (over the
+        run, and until the last arrival: `utilisation_arrivals`),
         evictions, lost GPU-hours, cost ($), rounds and their mean and max wall time (s)."""
         done = [r for r in self.jobs.values() if r.jct_s is not None]
         jct = np.array([r.jct_s for r in done], dtype=float)
@@ -210,6 +212,8 @@ class SimResult:
                 out[f"{name}_p{q}_s"] = float(np.percentile(xs, q)) if len(xs) else math.nan
             out[f"{name}_mean_s"] = float(xs.mean()) if len(xs) else math.nan
         out["utilisation"] = self.utilisation()
+        last_arrival = max((r.arrival_s for r in self.jobs.values()), default=0.0)
+        out["utilisation_arrivals"] = self.utilisation(0.0, last_arrival)
         out["evictions"] = float(sum(r.evictions for r in self.jobs.values()))
         out["lost_gpu_hours"] = float(sum(r.lost_gpu_hours for r in self.jobs.values()))
         out["background_stopped"] = float(self.background_stopped)

@@ -38,6 +38,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/milp.py
 	$(BIN)/python benchmarks/fgd.py
 	$(BIN)/python benchmarks/pareto.py
+	$(BIN)/optsched bench rounds
+	$(BIN)/optsched bench philly
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

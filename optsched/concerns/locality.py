@@ -10,10 +10,18 @@ topology levels to climb to reach one (1 when no domain caches it).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from optsched.problem import Problem
+from optsched.problem import GroupSpec, Problem
 from optsched.view import PlanView
+
+if TYPE_CHECKING:
+    from optsched.solvers.cpsat.variables import CpsatRound
+
+LOCALITY_SCALE = 1000
+"""The CP-SAT locality term counts milliseconds (each replica's seconds rounded to 1 ms)."""
 
 
 def _leaf_layers(p: Problem) -> set[tuple[int, str]]:
@@ -64,19 +72,51 @@ def _is_below(p: Problem, d: int, ancestor: int) -> bool:
     return False
 
 
+def replica_seconds(p: Problem, group: GroupSpec, node: int) -> tuple[float, int]:
+    """(seconds, image bytes) one replica of `group` spends on `node` pulling its image's missing
+    layers and reading its datasets (module docstring)."""
+    net = p.cluster.network
+    seconds, pulled = 0.0, 0
+    spec = group.spec
+    if spec.image is not None:
+        reg, peer = pull_bytes(p, spec.image, node)
+        pulled = reg + peer
+        seconds += reg * 8 / (net.registry_gbps * 1e9) + peer * 8 / (net.p2p_gbps * 1e9)
+    for ds in spec.datasets:
+        size = p.cluster.datasets[ds].bytes
+        seconds += size * 8 / (net.registry_gbps * 1e9) * dataset_distance(p, ds, node)
+    return seconds, pulled
+
+
 def term(view: PlanView) -> dict[str, float]:
     """`locality` (seconds of pulls and reads) and `pull_bytes` (image bytes to fetch)."""
     p = view.problem
-    net = p.cluster.network
     seconds = 0.0
     total_bytes = 0.0
     for rep in view.replicas:
-        spec = rep.job.groups[rep.group].spec
-        if spec.image is not None:
-            reg, peer = pull_bytes(p, spec.image, rep.node)
-            total_bytes += reg + peer
-            seconds += reg * 8 / (net.registry_gbps * 1e9) + peer * 8 / (net.p2p_gbps * 1e9)
-        for ds in spec.datasets:
-            size = p.cluster.datasets[ds].bytes
-            seconds += size * 8 / (net.registry_gbps * 1e9) * dataset_distance(p, ds, rep.node)
+        s, pulled = replica_seconds(p, rep.job.groups[rep.group], rep.node)
+        seconds += s
+        total_bytes += pulled
     return {"locality": float(np.round(seconds, 9)), "pull_bytes": total_bytes}
+
+
+def cpsat(r: CpsatRound) -> None:
+    """CP-SAT: the `locality` term, built only when the objective names it (docs/formulation.md
+    L1): `locality` = sum over keys k = (job, group, node) of round(1000 x seconds(group, node)) x
+    y[k], each replica's pull and read time in milliseconds. Groups without an image or datasets
+    add nothing."""
+    if "locality" not in r.wanted:
+        return
+    p = r.p
+    coefs: list[int] = []
+    items = []
+    for (j, g, v), var in r.y.items():
+        group = p.jobs[j].groups[g]
+        if group.spec.image is None and not group.spec.datasets:
+            continue
+        ms = round(LOCALITY_SCALE * replica_seconds(p, group, v)[0])
+        if ms:
+            coefs.append(ms)
+            items.append(var)
+    r.add_term("locality", r.wsum(items, coefs), LOCALITY_SCALE, maximise=False)
+    r.term_ub["locality"] = sum(c * r.model_ub(v) for c, v in zip(coefs, items, strict=True))

@@ -21,7 +21,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from optsched.check import check_problem
-from optsched.concerns import capacity, cost, devices, fabric, gang, spread, value
+from optsched.concerns import capacity, cost, devices, fabric, gang, locality, spread, value
 from optsched.concerns.tenancy import preemption, quota
 from optsched.latency import gc_paused
 from optsched.metrics import evaluate_problem
@@ -41,13 +41,15 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("quota", quota.cpsat),  # nominal, borrowing, lending
     ("fairness", quota.fairness_cpsat),  # weighted DRF deviation (when the objective names it)
     ("cost", cost.cpsat),  # $/h of non-reserved nodes hosting work (when the objective names it)
+    ("locality", locality.cpsat),  # image pull and dataset read seconds (when the objective names it)
     ("preemption", preemption.cpsat),  # which evictable running jobs go, why, and the work lost
     ("value", value.cpsat),  # admitted value and queue delay terms
 )
 """Each concern's CP-SAT encoding, in the order they are added (eligibility: candidate nodes)."""
 
-MODELLED_TERMS = frozenset({"admitted_value", "queue_delay", "disruption", "topology", "fairness", "cost"})
-"""Objective terms the encodings add to the model (`locality` and `fragmentation` are not modelled)."""
+MODELLED_TERMS = frozenset({"admitted_value", "queue_delay", "disruption", "topology", "fairness", "cost",
+                            "locality"})
+"""Objective terms the encodings add to the model (`fragmentation` is not modelled)."""
 
 TARGET_COUNT_VARIABLES = 24_000
 """Candidate nodes per group are capped so that the model has about this many count variables:

@@ -27,7 +27,7 @@ order is by admitted value in benchmarks/results/baselines.md."""
 
 def solver_names() -> list[str]:
     """Names accepted by `solve(..., solver=...)`."""
-    return ["auto", "cpsat", "milp", "nsga2", "greedy", "kueue", *STRATEGIES]
+    return ["auto", "cpsat", "milp", "nsga2", "greedy", "kueue", "karpenter", *STRATEGIES]
 
 
 EVALUATE_RESERVE = 0.1
@@ -82,6 +82,12 @@ def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_l
         plan = solve_kueue(p, time_limit=max(0.0, end - time.perf_counter()), seed=seed)
         stats = plan.solver.model_copy(update={"wall_s": time.perf_counter() - start})
         return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
+    if solver == "karpenter":
+        from optsched.solvers.karpenter import solve_karpenter
+
+        plan = solve_karpenter(p, time_limit=max(0.0, end - time.perf_counter()), seed=seed)
+        stats = plan.solver.model_copy(update={"wall_s": time.perf_counter() - start})
+        return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
     names = GREEDY_ORDER if solver == "greedy" else (solver,)
     best: Plan | None = None
     tried: dict[str, float] = {}
@@ -123,7 +129,8 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         ``"cpsat"`` (the CP-SAT round, docs/formulation.md), ``"milp"`` (the same round model
         solved by HiGHS), ``"nsga2"`` (the plan the objective selects from the round's Pareto
         set: `optsched.pareto`), ``"greedy"`` (the best placement baseline within the time limit),
-        ``"kueue"`` (Kueue's admission, borrowing and preemption) or a placement baseline
+        ``"kueue"`` (Kueue's admission, borrowing and preemption), ``"karpenter"`` (best-fit, then
+        the cheapest provisionable nodes for what is left: `optsched.solvers.karpenter`) or a placement baseline
         (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``, ``topo-best-fit``).
     objective:
         None (admitted value, then disruption, topology, fragmentation), a mapping of term weights,

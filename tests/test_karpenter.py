@@ -1,0 +1,113 @@
+"""The karpenter baseline: placement on existing nodes first, then the cheapest new nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from optsched import check, evaluate, solve
+from optsched.model import Cluster, Plan, Queue
+from optsched.model.plan import Placement, Provision
+from tests.strategies import rounds
+
+NODE = {"capacity": {"cpu": 64000, "memory": 512000}}
+
+
+def _cluster(a100_slots: int = 2) -> Cluster:
+    return Cluster.model_validate({
+        "topology": {"levels": ["leaf"], "domains": [{"id": "l0", "level": "leaf"}, {"id": "l1", "level": "leaf"}]},
+        "device_models": {"H100": {"speed": 1.0}, "A100": {"speed": 0.5}},
+        "pools": [{"name": "res", "pricing": "reserved", "price_per_hour": 50.0},
+                  {"name": "h100-od", "pricing": "on_demand", "price_per_hour": 98.0,
+                   "provisionable": {"template": "h100", "domain": "l1", "max_nodes": 2, "startup_s": 600}},
+                  {"name": "a100-od", "pricing": "on_demand", "price_per_hour": 32.0,
+                   "provisionable": {"template": "a100", "domain": "l1", "max_nodes": a100_slots}}],
+        "node_templates": {"h100": {**NODE, "devices": {"model": "H100", "count": 8}},
+                           "a100": {**NODE, "devices": {"model": "A100", "count": 8}}},
+        "nodes": [{"id": "r0", "domain": "l0", "pool": "res", **NODE, "devices": {"model": "H100", "count": 8}}],
+    })
+
+
+def _job(name: str, gpus: int, replicas: int = 1, models: list[str] | None = None, priority: int = 0) -> dict[str, Any]:
+    group: dict[str, Any] = {"name": "w", "replicas": {"min": replicas, "max": replicas},
+                             "request": {"gpu": gpus, "cpu": 1000}}
+    if models:
+        group["models"] = {m: 1.0 for m in models}
+    return {"id": name, "priority": priority, "groups": [group]}
+
+
+def test_existing_nodes_first_then_the_cheapest_pool_with_room() -> None:
+    """a fits the reserved node: no node for it. b (any model) gets the cheaper A100 pool; c
+    (H100 only) the H100 pool; d, a gang of 2 x 8 GPUs, needs 2 new nodes and each pool has one
+    slot left: deferred. e (8 GPUs, any model) takes the last A100 slot."""
+    q = Queue.model_validate({"jobs": [_job("a", 8, priority=9), _job("b", 8, priority=8),
+                                       _job("c", 8, models=["H100"], priority=7), _job("d", 8, 2, priority=6),
+                                       _job("e", 8, priority=5)]})
+    c = _cluster()
+    plan = solve(c, q, solver="karpenter")
+    assert check(c, q, plan) == []
+    where = {p.job: p.node for p in plan.placements}
+    assert where["a"] == "r0"
+    assert where["b"] == "a100-od/new-0" and where["c"] == "h100-od/new-0" and where["e"] == "a100-od/new-1"
+    assert {d.job for d in plan.deferred} == {"d"}
+    assert sorted(plan.provisioning, key=lambda x: x.pool) == [Provision(pool="a100-od", count=2),
+                                                               Provision(pool="h100-od", count=1)]
+    assert plan.objective["cost"] == evaluate(c, q, plan).cost == 2 * 32.0 + 98.0
+
+
+def test_no_provisioning_for_work_that_fits() -> None:
+    q = Queue.model_validate({"jobs": [_job("a", 4), _job("b", 4)]})
+    plan = solve(_cluster(), q, solver="karpenter")
+    assert plan.provisioning == [] and not plan.deferred
+
+
+def test_new_nodes_are_shared_by_pending_jobs() -> None:
+    """Two pending 4-GPU jobs share one new A100 node (bin packing onto new capacity)."""
+    q = Queue.model_validate({"jobs": [_job("a", 8, priority=9), _job("b", 4), _job("c", 4)]})
+    plan = solve(_cluster(), q, solver="karpenter")
+    assert plan.provisioning == [Provision(pool="a100-od", count=1)]
+    assert {p.node for p in plan.placements if p.job in "bc"} == {"a100-od/new-0"}
+
+
+def test_the_validator_refuses_provisioning_beyond_what_pools_define() -> None:
+    c = _cluster()
+    q = Queue.model_validate({"jobs": [_job("a", 8)]})
+    on = [Placement(job="a", group="w", replica=0, node="a100-od/new-0", devices=list(range(8)))]
+    assert check(c, q, Plan(placements=on, provisioning=[Provision(pool="a100-od", count=1)])) == []
+    rules = {v.rule for v in check(c, q, Plan(placements=on, provisioning=[Provision(pool="a100-od", count=3)]))}
+    assert rules == {"provisioning"}  # max_nodes is 2
+    rules = {v.rule for v in check(c, q, Plan(placements=on, provisioning=[Provision(pool="res", count=1)]))}
+    assert "provisioning" in rules  # res has no template: not provisionable, and a100-od/new-0 is not created
+    rules = {v.rule for v in check(c, q, Plan(placements=on, provisioning=[Provision(pool="nope", count=1)]))}
+    assert "reference" in rules
+
+
+@st.composite
+def provisionable_rounds(draw: st.DrawFn) -> tuple[Cluster, Queue]:
+    """A generated round whose cluster gains a provisionable on-demand pool of 8-GPU nodes."""
+    cluster, _ = draw(rounds(max_nodes=4, max_jobs=0))
+    leaf = next(d.id for d in cluster.topology.domains if d.level == "leaf")
+    pool = {"name": "od", "pricing": "on_demand", "price_per_hour": draw(st.sampled_from([5.0, 40.0])),
+            "provisionable": {"template": "t", "domain": leaf, "max_nodes": draw(st.integers(1, 3))}}
+    doc = cluster.model_dump()
+    doc["pools"].append(pool)
+    doc["node_templates"] = {"t": {"capacity": {"cpu": 128000, "memory": 1048576, "rdma_nics": 8},
+                                   "devices": {"model": "GPU-A", "count": 8}}}
+    cluster = Cluster.model_validate(doc)
+    from tests.strategies import queues
+
+    return cluster, draw(queues(cluster, max_jobs=8))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(provisionable_rounds())
+def test_karpenter_plans_are_valid_and_admit_at_least_best_fit(data: tuple[Cluster, Queue]) -> None:
+    cluster, queue = data
+    plan = solve(cluster, queue, solver="karpenter")
+    assert check(cluster, queue, plan) == []
+    base = solve(cluster, queue, solver="best-fit")
+    assert {p.job for p in base.placements} <= {p.job for p in plan.placements}
+    if not base.deferred:
+        assert plan.provisioning == []

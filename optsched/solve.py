@@ -18,7 +18,7 @@ from optsched.model.queue import Queue
 from optsched.objective import Objective, ObjectiveSpec
 from optsched.problem import Problem as Compiled
 from optsched.problem import compile_problem
-from optsched.solvers.greedy import STRATEGIES, solve_greedy
+from optsched.solvers.greedy import NAMED_STRATEGIES, solve_greedy
 
 GREEDY_ORDER = ("best-fit", "volcano", "topo-best-fit", "first-fit", "tetris", "spread")
 """Baselines `greedy` tries, in order, while time is left (at least the first always runs); the
@@ -27,7 +27,7 @@ order is by admitted value in benchmarks/results/baselines.md."""
 
 def solver_names() -> list[str]:
     """Names accepted by `solve(..., solver=...)`."""
-    return ["auto", "cpsat", "milp", "nsga2", "greedy", "kueue", "karpenter", *STRATEGIES]
+    return ["auto", "cpsat", "milp", "nsga2", "greedy", "kueue", "karpenter", *NAMED_STRATEGIES]
 
 
 EVALUATE_RESERVE = 0.1

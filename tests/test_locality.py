@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from optsched import check, evaluate
@@ -103,3 +104,19 @@ def test_the_model_term_equals_the_metric() -> None:
     assert evaluate(cluster, queue, plan).locality == pytest.approx(plan.objective["locality"])
     # every replica on l1 (the dataset's cache), on the nodes with most layers first
     assert {p.node for p in plan.placements} <= {"n1", "n3"}
+
+
+def test_the_image_best_fit_baseline_scores_as_kube_image_locality() -> None:
+    """The `image-best-fit` baseline's ImageLocality part equals kube-scheduler's formula (as in
+    this file), and on identical empty nodes it takes the node with the highest score."""
+    from optsched import solve
+    from optsched.solvers.greedy import image_locality
+
+    cluster = _cluster([["base"], ["torch"], ["cuda", "app"], [], ["app"]])
+    queue = _queue()
+    p = compile_problem(cluster, queue)
+    ours = image_locality(p, p.jobs[0].groups[0], np.arange(p.n_real))
+    kube = image_locality_scores(cluster, "train")
+    assert ours.tolist() == pytest.approx([kube[n.id] for n in cluster.nodes])
+    plan = solve(cluster, queue, solver="image-best-fit")
+    assert check(cluster, queue, plan) == [] and plan.placements[0].node == max(kube, key=lambda n: kube[n])

@@ -298,6 +298,38 @@ def schema(document: Annotated[str, typer.Argument(help="cluster | queue | plan 
 
 
 @app.command()
+def prewarm(cluster: Path, queue: Path, plan: Path,
+            node_budget_gb: Annotated[float, typer.Option(help="bytes to pre-pull per node, GB")] = 20.0,
+            total_budget_gb: Annotated[float | None, typer.Option(help="bytes to pre-pull in all, GB")] = None,
+            top: Annotated[int, typer.Option(help="rows to print")] = 20,
+            as_json: Annotated[bool, typer.Option("--json", help="the whole advice as JSON")] = False) -> None:
+    """Which image layers to pull ahead onto which nodes for the plan's deferred jobs (docs/prewarm.md)."""
+    from dataclasses import asdict
+
+    from optsched.prewarm import GB
+    from optsched.prewarm import prewarm as advise
+
+    try:
+        c = load_cluster(cluster)
+        q = load_queue(queue, c)
+        advice = advise(c, q, load_plan(plan), node_budget_bytes=node_budget_gb * GB,
+                        total_budget_bytes=None if total_budget_gb is None else total_budget_gb * GB)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps({**asdict(advice), "bytes": advice.bytes}, indent=1) + "\n")
+        return
+    table = Table(title=f"pre-warm: {len(advice.pulls)} pulls, {advice.bytes / 1e9:,.0f} GB; expected start-up "
+                        f"{advice.seconds_before:,.1f} s -> {advice.seconds_after:,.1f} s ({advice.status})")
+    for col in ("node", "layer", "GB", "expected s saved"):
+        table.add_column(col, justify="right")
+    for pull in advice.pulls[:top]:
+        table.add_row(pull.node, pull.layer, f"{pull.bytes / 1e9:,.1f}", f"{pull.seconds_saved:,.2f}")
+    console.print(table)
+
+
+@app.command()
 def bench(suite: Annotated[str, typer.Argument(help="fgd | rounds | philly, or a suite YAML file")],
           seeds: Annotated[int | None, typer.Option(help="run this many seeds from the suite's first")] = None,
           executor: Annotated[str, typer.Option(help="local (process pool) | ray (the ray extra)")] = "local",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,7 +51,7 @@ def test_layers_the_plan_pulls_or_the_nodes_hold_are_never_advised() -> None:
     assert all(not (p.node == "n0" and p.layer == "torch") for p in advice.pulls)
     assert advice.seconds_after == pytest.approx(0.0)  # budget enough: every node holds everything
     saved = [p.seconds_saved for p in advice.pulls]
-    assert all(a >= b - 1e-9 for a, b in zip(saved, saved[1:], strict=False))  # ranked, most saved first
+    assert all(a >= b - 1e-9 for a, b in itertools.pairwise(saved))  # ranked, most saved first
 
 
 @settings(max_examples=25, deadline=None)
@@ -72,3 +75,20 @@ def test_budgets_hold_and_the_advice_never_slows_start_up(cached: list[list[str]
 def test_negative_budgets_are_input_errors() -> None:
     with pytest.raises(InputError, match="budget"):
         prewarm(_cluster([[]]), _queue(), _deferred(), node_budget_bytes=-1)
+
+
+def test_cli_prewarm(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from optsched import dump
+    from optsched.cli import app
+
+    cluster = _cluster([[], [], [], []], leaves=2)
+    paths = [tmp_path / "c.yaml", tmp_path / "q.yaml", tmp_path / "p.json"]
+    for doc, path in zip((cluster, _queue(), _deferred()), paths, strict=True):
+        dump(doc, path)
+    result = CliRunner().invoke(app, ["prewarm", *map(str, paths), "--node-budget-gb", "4", "--total-budget-gb", "4"])
+    assert result.exit_code == 0, result.output
+    assert "pre-warm" in result.output and "GB" in result.output
+    result = CliRunner().invoke(app, ["prewarm", *map(str, paths), "--json"])
+    assert result.exit_code == 0 and '"seconds_after"' in result.output

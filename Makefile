@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/milp.py
 	$(BIN)/python benchmarks/fgd.py
 	$(BIN)/python benchmarks/pareto.py
+	$(BIN)/python benchmarks/cost.py
 	$(BIN)/optsched bench rounds
 	$(BIN)/optsched bench philly
 

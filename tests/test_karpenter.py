@@ -111,3 +111,33 @@ def test_karpenter_plans_are_valid_and_admit_at_least_best_fit(data: tuple[Clust
     assert {p.job for p in base.placements} <= {p.job for p in plan.placements}
     if not base.deferred:
         assert plan.provisioning == []
+
+
+def test_the_optimiser_provisions_for_value_and_picks_the_cheaper_pool_for_cost() -> None:
+    """CP-SAT (and the MILP) may create nodes: with value first it fills all four new nodes with
+    a, b, c and the 16-GPU gang d (40 GPUs against karpenter's 32); with only b to place beyond
+    r0, and b as fast on either model (its `models` speeds), value then cost creates one A100 node
+    ($32/h) rather than an H100 one ($98/h)."""
+    c = _cluster()
+    q = Queue.model_validate({"jobs": [_job("a", 8, priority=9), _job("b", 8, priority=8),
+                                       _job("c", 8, models=["H100"], priority=7), _job("d", 8, 2, priority=6),
+                                       _job("e", 8, priority=5)]})
+    for solver in ("cpsat", "milp"):
+        plan = solve(c, q, solver=solver, time_limit=5.0)
+        assert check(c, q, plan) == []
+        assert {d.job for d in plan.deferred} == {"e"}
+        assert sorted((x.pool, x.count) for x in plan.provisioning) == [("a100-od", 2), ("h100-od", 2)]
+        assert plan.solver.bound is None or plan.solver.bound >= plan.objective["admitted_value"] - 1e-6
+    q2 = Queue.model_validate({"jobs": [_job("a", 8, priority=9), _job("b", 8, models=["H100", "A100"])]})
+    plan = solve(c, q2, solver="cpsat", objective=["admitted_value", "cost"], time_limit=5.0)
+    assert check(c, q2, plan) == [] and not plan.deferred
+    assert plan.provisioning == [Provision(pool="a100-od", count=1)] and plan.objective["cost"] == 32.0
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(provisionable_rounds())
+def test_optimiser_plans_that_provision_are_valid(data: tuple[Cluster, Queue]) -> None:
+    cluster, queue = data
+    plan = solve(cluster, queue, solver="cpsat", objective=["admitted_value", "cost"], time_limit=2.0)
+    assert check(cluster, queue, plan) == []
+    assert plan.objective["admitted_value"] >= solve(cluster, queue, solver="best-fit").objective["admitted_value"] - 1e-6

@@ -16,6 +16,7 @@ any.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,13 +59,38 @@ def _uses_something(group: GroupSpec) -> bool:
     return group.uses_devices or bool(np.any(group.req > 0))
 
 
+def provisioning_cpsat(r: CpsatRound) -> None:
+    """CP-SAT: which provisioning slots the round creates (docs/formulation.md K3-K4), when slots
+    are candidates (`r.provision`). ``u[v]`` (bool) for each slot with a key: every replica count
+    on v forces it (``y[k] <= ub x u[v]``), and a pool's slots are created in order
+    (``u[new-(i+1)] <= u[new-i]``, a slot without keys counting 0), so the plan provisions
+    exactly ``sum u`` nodes per pool (``<pool>/new-0`` ..)."""
+    if not r.provision:
+        return
+    p = r.p
+    for v in sorted(r.by_node):
+        if p.node_provisioned[v] and r.by_node[v]:
+            u = r.slot_used[v] = r.model.new_bool_var(f"u[{v}]")
+            for k in r.by_node[v]:
+                r.model.add(r.y[k] <= r.model_ub(r.y[k]) * u)
+    for q in range(len(p.pool_names)):
+        slots = np.flatnonzero(p.node_provisioned & (p.node_pool == q)).tolist()
+        for before, after in itertools.pairwise(slots):
+            if after in r.slot_used:
+                if before in r.slot_used:
+                    r.model.add(r.slot_used[after] <= r.slot_used[before])
+                else:
+                    r.model.add(r.slot_used[after] == 0)
+
+
 def cpsat(r: CpsatRound) -> None:
     """CP-SAT: the `cost` term, built only when the objective names it (docs/formulation.md K1).
 
     ``h[v]`` (bool) is 1 when node v hosts work: every replica count of a group that uses
     something (``y[j, g, v] <= ub x h[v]``) and every kept evictable job on v (``keep[k] <= h[v]``)
     force it. Cost = sum over non-reserved priced nodes of price_v x h[v], plus the nodes that
-    host running jobs the round cannot evict (a constant). Provisioned nodes are not in the model.
+    host running jobs the round cannot evict (a constant), plus every created provisioning slot
+    (``price_v x u[v]``, K4).
     """
     if "cost" not in r.wanted:
         return
@@ -94,6 +120,7 @@ def cpsat(r: CpsatRound) -> None:
         for keep in kept:
             r.model.add_implication(keep, h)
         items.append((int(price[v]), h))
+    items += [(int(price[v]), u) for v, u in sorted(r.slot_used.items())]
     r.add_term("cost", constant + r.wsum((h for _, h in items), (c for c, _ in items)), COST_SCALE, maximise=False)
     r.term_ub["cost"] = constant + sum(c for c, _ in items)
 

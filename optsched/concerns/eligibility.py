@@ -8,9 +8,12 @@ breaks, for the validator and for deferral reasons.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from optsched.concerns.base import Violation
+from optsched.model.plan import Provision
 from optsched.problem import BArray, GroupSpec, JobSpec, Problem, tolerates
 from optsched.view import PlanView
 
@@ -103,6 +106,21 @@ def reasons(p: Problem, job: JobSpec, group: GroupSpec, node: int) -> list[tuple
     return out
 
 
+def slot_number(p: Problem, node: int) -> int:
+    """The i of a provisioning slot ``<pool>/new-<i>``."""
+    return int(p.node_ids[node].rsplit("-", 1)[1])
+
+
+def provisioning_of(p: Problem, nodes: Iterable[int]) -> list[Provision]:
+    """What a plan must provision for replicas on `nodes`: per pool, its highest slot used + 1."""
+    count: dict[int, int] = {}
+    for v in nodes:
+        if p.node_provisioned[v]:
+            pool = int(p.node_pool[v])
+            count[pool] = max(count.get(pool, 0), slot_number(p, v) + 1)
+    return [Provision(pool=p.pool_names[q], count=n) for q, n in sorted(count.items())]
+
+
 def check(view: PlanView) -> list[Violation]:
     """Placements on nodes the replica may not use, and on provisioning slots not provisioned."""
     p = view.problem
@@ -115,7 +133,7 @@ def check(view: PlanView) -> list[Violation]:
             out.append(Violation(rule, msg, job=rep.job.id, group=group.name, replica=rep.replica, node=node_id))
         if p.node_provisioned[rep.node]:
             pool = int(p.node_pool[rep.node])
-            slot = pool_slot.setdefault(node_id, int(node_id.rsplit("-", 1)[1]))
+            slot = pool_slot.setdefault(node_id, slot_number(p, rep.node))
             if slot >= view.provisioned.get(pool, 0):
                 out.append(Violation("provisioning", f"node {node_id} is not provisioned by the plan",
                                      job=rep.job.id, group=group.name, replica=rep.replica, node=node_id))

@@ -92,11 +92,17 @@ class Start:
         self.fallback_terms = self.fallback.objective or evaluate_problem(p, self.fallback).objective()
 
     def finish(self, plan: Plan, status: str, *, model_bound: float | None = None, **more: Any) -> Plan:
-        """Stamp the plan; bound = the tighter of the LP bound and an exact model's bound."""
+        """Stamp the plan; bound = the tighter of the LP bound and an exact model's bound. Where
+        nodes may be provisioned, the LP bound (existing nodes only) is reported in `extra`, not
+        as the round's bound."""
         p = self.p
         terms = self.fallback_terms if plan is self.fallback \
             else (plan.objective or evaluate_problem(p, plan).objective())
-        bounds = [b for b in (None if self.lp is None else self.lp.value, model_bound) if b is not None]
+        lp = None if self.lp is None else self.lp.value
+        if lp is not None and p.pool_max_nodes.sum() > 0:  # the LP relaxes existing nodes only
+            more = {**more, "lp_bound_existing_nodes": lp}
+            lp = None
+        bounds = [b for b in (lp, model_bound) if b is not None]
         bound = min(bounds) if bounds else None
         gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(abs(bound), 1e-9))
         plan = explain_deferred(p, plan)

@@ -28,16 +28,12 @@ import numpy as np
 
 from optsched.concerns import eligibility
 from optsched.ledger import crossed_domains
-from optsched.model.plan import Plan, Provision, SolverStats
+from optsched.model.plan import Plan, SolverStats
 from optsched.problem import BArray, IArray, JobSpec, Problem
 from optsched.solvers.greedy import STRATEGIES, GreedyEngine, kube_order, to_plan
 
 NOT_PROVISIONED_FOR = frozenset({"quota", "ratio", "time_limit"})
 """Deferral reasons new nodes cannot fix."""
-
-
-def _slot_number(p: Problem, node: int) -> int:
-    return int(p.node_ids[node].rsplit("-", 1)[1])
 
 
 def _nodes_needed(p: Problem, engine: GreedyEngine, job: JobSpec, empty: IArray) -> int | None:
@@ -97,9 +93,9 @@ def solve_karpenter(p: Problem, *, time_limit: float = math.inf, seed: int = 0) 
         for r in att.replicas:
             if p.node_provisioned[r.node]:
                 q = int(p.node_pool[r.node])
-                opened[q] = max(opened[q], _slot_number(p, r.node) + 1)
+                opened[q] = max(opened[q], eligibility.slot_number(p, r.node) + 1)
     engine.real = real
     stats = SolverStats(name="karpenter", status="heuristic", wall_s=time.perf_counter() - start, seed=seed)
     plan = to_plan(p, placed, deferred, stats)
-    provisions = [Provision(pool=p.pool_names[q], count=n) for q, n in opened.items() if n > 0]
-    return plan.model_copy(update={"provisioning": provisions})
+    used = [r.node for reps in placed.values() for r in reps]
+    return plan.model_copy(update={"provisioning": eligibility.provisioning_of(p, used)})

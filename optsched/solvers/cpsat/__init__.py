@@ -21,7 +21,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from optsched.check import check_problem
-from optsched.concerns import capacity, cost, devices, fabric, gang, locality, spread, value
+from optsched.concerns import capacity, cost, devices, eligibility, fabric, gang, locality, spread, value
 from optsched.concerns.tenancy import preemption, quota
 from optsched.latency import gc_paused
 from optsched.metrics import evaluate_problem
@@ -40,6 +40,7 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("spread", spread.cpsat),  # topology spread skew
     ("quota", quota.cpsat),  # nominal, borrowing, lending
     ("fairness", quota.fairness_cpsat),  # weighted DRF deviation (when the objective names it)
+    ("provisioning", cost.provisioning_cpsat),  # which provisioning slots are created, in order
     ("cost", cost.cpsat),  # $/h of non-reserved nodes hosting work (when the objective names it)
     ("locality", locality.cpsat),  # image pull and dataset read seconds (when the objective names it)
     ("preemption", preemption.cpsat),  # which evictable running jobs go, why, and the work lost
@@ -265,6 +266,9 @@ def _decode(r: CpsatRound, solver: cp_model.CpSolver, stats: SolverStats, *,
         plan = Plan(placements=[pl for pl in rest.placements if pl.job not in ids] + placements,
                     deferred=[d for d in rest.deferred if d.job not in ids] + deferred,
                     evictions=[ev for ev in rest.evictions if ev.job not in decided], solver=stats)
+    new = eligibility.provisioning_of(p, (p.node_index[pl.node] for pl in plan.placements))
+    if new:
+        plan = plan.model_copy(update={"provisioning": new})
     if not evicted:
         return plan
     evictions = preemption.name_preemptors(p, plan, evicted, r.device_plan.get("evict", {}), solver)
@@ -349,7 +353,8 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     extra["max_candidates"] = max_candidates
     evictable = may_go[:MAX_EVICTABLE]
     extra["evictable"] = len(evictable)
-    r = CpsatRound.whole_round(p, evictable, max_candidates=max_candidates, hint=fallback, wanted=goal.terms())
+    r = CpsatRound.whole_round(p, evictable, max_candidates=max_candidates, hint=fallback, wanted=goal.terms(),
+                               provision=bool(p.pool_max_nodes.sum() > 0))
     t0 = time.perf_counter()
     try:
         r.build_variables(deadline=start + 0.75 * time_limit)

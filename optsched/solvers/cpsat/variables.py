@@ -91,6 +91,10 @@ class CpsatRound:
     their quota rules bind whatever the model does."""
     wanted: frozenset[str] = frozenset()
     """Objective terms that are built only when the objective names them (`fairness`)."""
+    provision: bool = False
+    """Provisioning slots are candidates (whole rounds of clusters with provisionable pools)."""
+    slot_used: dict[int, Any] = field(default_factory=dict)
+    """``u[v]``: provisioning slot v is created (filled by the provisioning encoding)."""
     quota_usage: dict[tuple[int, int], Any] = field(default_factory=dict)
     """Per (tenant, flavor) with usage the round may change: the total usage after the round, in
     thousandths (filled by the quota concern)."""
@@ -108,7 +112,9 @@ class CpsatRound:
     def candidates(self, job: JobSpec, group: GroupSpec, hinted: set[int]) -> IArray:
         """Nodes where one replica of `group` could go, best-fit first, capped, hint nodes kept."""
         p = self.p
-        ok = eligibility.mask(p, job, group) & ~p.node_provisioned
+        ok = eligibility.mask(p, job, group)
+        if not self.provision or group.spec.spread is not None:  # spread counts real nodes' domains only
+            ok = ok & ~p.node_provisioned
         if self.allowed is not None:
             ok = ok & self.allowed
         ok = self.base.fits_mask(group, ok)

@@ -152,7 +152,8 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, time_limit: float, seed
     fallback, finish, extra = begin.fallback, begin.finish, begin.extra
     cap = candidate_cap(p) if max_candidates is None else max_candidates
     evictable = begin.may_go[:MAX_EVICTABLE]
-    r = CpsatRound.whole_round(p, evictable, max_candidates=cap, hint=fallback, wanted=goal.terms())
+    r = CpsatRound.whole_round(p, evictable, max_candidates=cap, hint=fallback, wanted=goal.terms(),
+                               provision=bool(p.pool_max_nodes.sum() > 0))
     extra.update(max_candidates=cap, evictable=len(evictable))
     t0 = time.perf_counter()
     try:

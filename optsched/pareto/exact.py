@@ -49,7 +49,8 @@ def exact_front(p: Problem, objectives: Sequence[str], *, time_limit: float = 60
     from optsched.concerns.tenancy import preemption
 
     evictable = preemption.evictable_jobs(p, len(p.running)) if evictions and p.running and p.jobs else []
-    r = CpsatRound.whole_round(p, evictable, max_candidates=p.n_nodes, wanted=frozenset(names))
+    r = CpsatRound.whole_round(p, evictable, max_candidates=p.n_nodes, wanted=frozenset(names),
+                               provision=bool(p.pool_max_nodes.sum() > 0))
     r.build_variables()
     for _name, encode in ENCODINGS:
         encode(r)

@@ -38,9 +38,11 @@ MAX_NODES = 64
 
 
 def exact_front(p: Problem, objectives: Sequence[str], *, time_limit: float = 60.0, seed: int = 0,
-                max_points: int = 500, evictions: bool = False, num_workers: int = 2) -> ParetoSet:
+                max_points: int = 500, evictions: bool = False, num_workers: int = 2,
+                provision: bool | None = None) -> ParetoSet:
     """Every non-dominated objective vector of the round model over `objectives` (see module
-    docstring), one plan each, checked by the validator; within `time_limit` seconds."""
+    docstring), one plan each, checked by the validator; within `time_limit` seconds. `provision`:
+    whether plans may create nodes of provisionable pools (None: where the cluster has any)."""
     names = check_objectives(objectives)
     if p.n_nodes > MAX_NODES:
         raise InputError([InputIssue("cluster.nodes", "too_large",
@@ -49,8 +51,9 @@ def exact_front(p: Problem, objectives: Sequence[str], *, time_limit: float = 60
     from optsched.concerns.tenancy import preemption
 
     evictable = preemption.evictable_jobs(p, len(p.running)) if evictions and p.running and p.jobs else []
-    r = CpsatRound.whole_round(p, evictable, max_candidates=p.n_nodes, wanted=frozenset(names),
-                               provision=bool(p.pool_max_nodes.sum() > 0))
+    if provision is None:
+        provision = bool(p.pool_max_nodes.sum() > 0)
+    r = CpsatRound.whole_round(p, evictable, max_candidates=p.n_nodes, wanted=frozenset(names), provision=provision)
     r.build_variables()
     for _name, encode in ENCODINGS:
         encode(r)

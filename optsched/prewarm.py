@@ -36,7 +36,7 @@ from optsched.errors import InputError, InputIssue
 from optsched.model.cluster import Cluster
 from optsched.model.plan import Plan
 from optsched.model.queue import Queue
-from optsched.problem import FArray, JobSpec, Problem, compile_problem
+from optsched.problem import BArray, FArray, IArray, JobSpec, Problem, compile_problem
 
 GB = 10**9
 
@@ -151,19 +151,40 @@ def prewarm(cluster: Cluster, queue: Queue, plan: Plan, *, node_budget_bytes: fl
         return PrewarmAdvice([], before, before, f"no solution ({res.message})", time.perf_counter() - start,
                              [j.id for j in jobs])
     chosen = [pairs[i] for i in np.flatnonzero(res.x[: len(pairs)] > 0.5).tolist()]
-    ranked: list[Pull] = []
-    done: set[tuple[int, str]] = set()
-    current = before
-    while chosen:
-        scores = [current - expected_seconds(done | {c}) for c in chosen]
-        k = int(np.argmax(scores))
-        n, d = chosen.pop(k)
-        done.add((n, d))
-        ranked.append(Pull(p.node_ids[n], d, sizes[d], float(scores[k])))
-        current -= scores[k]
+    ranked = _rank(chosen, weight, holds, leaf, t_reg, t_p2p)
+    ranked_pulls = [Pull(p.node_ids[n], d, sizes[d], saved) for (n, d), saved in ranked]
     status = "optimal" if res.status == 0 else f"feasible ({res.message})"
-    return PrewarmAdvice(ranked, before, expected_seconds(done), status, time.perf_counter() - start,
+    return PrewarmAdvice(ranked_pulls, before, expected_seconds(set(chosen)), status, time.perf_counter() - start,
                          [j.id for j in jobs])
+
+
+def _rank(chosen: list[tuple[int, str]], weight: dict[str, FArray], holds: dict[str, BArray], leaf: IArray,
+          t_reg: dict[str, float], t_p2p: dict[str, float]) -> list[tuple[tuple[int, str], float]]:
+    """The chosen pulls in greedy order with their marginal seconds saved: pulling l onto n saves
+    n's own pull (from the registry if its leaf lacks l, else from a peer), and, when it is the
+    first copy in the leaf, turns the leaf's other nodes' registry pulls into peer pulls."""
+    hold = {d: h.copy() for d, h in holds.items()}
+    leaf_has = {d: set(leaf[h].tolist()) for d, h in hold.items()}
+    members = {int(lf): np.flatnonzero(leaf == lf) for lf in np.unique(leaf)}
+
+    def marginal(n: int, d: str) -> float:
+        lf = int(leaf[n])
+        if lf in leaf_has[d]:
+            return float(weight[d][n]) * t_p2p[d]
+        peers = members[lf]
+        peers = peers[(peers != n) & ~hold[d][peers]]
+        return float(weight[d][n]) * t_reg[d] + float(weight[d][peers].sum()) * (t_reg[d] - t_p2p[d])
+
+    out: list[tuple[tuple[int, str], float]] = []
+    left = list(chosen)
+    while left:
+        scores = [marginal(n, d) for n, d in left]
+        k = int(np.argmax(scores))
+        n, d = left.pop(k)
+        hold[d][n] = True
+        leaf_has[d].add(int(leaf[n]))
+        out.append(((n, d), scores[k]))
+    return out
 
 
 def _held_after(p: Problem, plan: Plan) -> list[set[str]]:

@@ -27,13 +27,16 @@ from typing import Literal
 
 import numpy as np
 
+from optsched.check import check_problem
 from optsched.errors import InputError, InputIssue
 from optsched.model.cluster import Cluster, Node, ReplicaPlacement, RunningJob
 from optsched.model.plan import Plan
 from optsched.model.queue import Job, Queue
 from optsched.model.references import validate_cluster, validate_queue
 from optsched.objective import ObjectiveSpec
+from optsched.problem import compile_problem
 from optsched.sim.trace import TraceJob
+from optsched.solve import solve_problem
 
 Policy = Callable[[Cluster, Queue], Plan]
 """A policy as a function: the round's cluster and queue in, a plan out."""
@@ -471,10 +474,6 @@ class Simulator:
 
     def _plan(self, cluster: Cluster, queue: Queue) -> Plan:
         """The policy's plan, refused (`PlanRejected`) if the validator finds a broken rule."""
-        from optsched.check import check_problem
-        from optsched.problem import compile_problem
-        from optsched.solve import solve_problem
-
         policy = self.config.policy
         p = compile_problem(cluster, queue, validate=False)
         if callable(policy):

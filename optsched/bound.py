@@ -1,4 +1,5 @@
-"""`bound(cluster, queue) -> Bound`: an upper bound on a round's admitted value, for any plan.
+"""`bound(cluster, queue) -> Bound`: an upper bound on a round's admitted value, for any plan on
+the existing nodes.
 
 CP-SAT's proven bound only holds for the model it solved; this one holds for every valid plan of
 the round, greedy or optimised, so that "how far from optimal is this heuristic?" is one number
@@ -8,7 +9,9 @@ HiGHS, with every running job that some queued job may evict treated as gone (a 
 them, so the bound must not count their devices as taken). When the whole round model is cheap to
 build (`EXACT_SHARE`), or when asked (`exact=True`), HiGHS also bounds the round model itself
 (`optsched.solvers.milp.model_bound`: every eligible node a candidate, every evictable job free
-to go), and the tighter of the two is returned. Both hold for plans on existing nodes.
+to go), and the tighter of the two is returned. Both hold for plans on existing nodes: a plan
+that provisions nodes (`karpenter`, or `cpsat`/`milp` where pools are provisionable) may admit
+more.
 """
 
 from __future__ import annotations

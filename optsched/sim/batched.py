@@ -25,7 +25,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from optsched.problem import BArray, IArray
-from optsched.sim.fgd import MILLI, Nodes, Run, Tasks, Typical, _apply, _fit_mask, place
+from optsched.sim.fgd import MILLI, Nodes, Run, Tasks, Typical, apply_task, fit_mask, place
 
 CANDIDATES = 400
 """Per task class: the tightest fitting devices (a share) or nodes (whole GPUs, CPU only) in the
@@ -93,7 +93,7 @@ def apply_round(state: Nodes, tasks: Tasks, chunk: IArray, got: BArray, n_of: IA
         i, n = int(chunk[k]), int(n_of[k])
         if tasks.milli[i] >= MILLI and (state.gpu[n] == MILLI).sum() < tasks.ngpu[i]:
             raise RuntimeError(f"task {i}: {tasks.ngpu[i]} whole GPUs asked on node {n}, fewer free")
-        _apply(state, tasks, i, n, int(d_of[k]))
+        apply_task(state, tasks, i, n, int(d_of[k]))
     if (state.cpu < 0).any() or (state.mem < 0).any() or ((state.gpu < 0) & present).any():
         raise RuntimeError("a round's placements exceed a node's free CPU, memory or GPU")
 
@@ -121,7 +121,7 @@ def solve_round(state: Nodes, tasks: Tasks, chunk: IArray, hint: Run, time_limit
     value, count = [], []
     for c, ks in members.items():
         i = int(chunk[ks[0]])
-        fits = np.flatnonzero(_fit_mask(state, tasks, i))
+        fits = np.flatnonzero(fit_mask(state, tasks, i))
         if not len(fits):
             continue
         ngpu, milli = int(tasks.ngpu[i]), int(tasks.milli[i])

@@ -213,7 +213,7 @@ class Run:
         return float(self.allocated_milli[at]) / self.cluster_milli
 
 
-def _fit_mask(nodes: Nodes, tasks: Tasks, i: int) -> BArray:
+def fit_mask(nodes: Nodes, tasks: Tasks, i: int) -> BArray:
     """Nodes task i fits: CPU, memory, model, and `ngpu` devices with `milli` free."""
     ok = (nodes.cpu >= tasks.cpu[i]) & (nodes.mem >= tasks.mem[i])
     if tasks.ngpu[i] == 0:
@@ -265,10 +265,10 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
     allocated = np.zeros(len(order), dtype=np.int64)
     got = 0
     for k, i in enumerate(order.tolist()):
-        cand = np.flatnonzero(_fit_mask(state, tasks, i))
+        cand = np.flatnonzero(fit_mask(state, tasks, i))
         if len(cand):
             n, dev = _choose(state, tasks, i, cand, policy, rng, typical, frag, tags, ties, ids)
-            _apply(state, tasks, i, n, dev)
+            apply_task(state, tasks, i, n, dev)
             if ids is not None:  # a state of its own now
                 ids[n] = next_id
                 next_id += 1
@@ -354,7 +354,7 @@ def _left_after(cpu_free: IArray, gpu_free: IArray) -> FArray:
     return 0.5 * cpu_free / MAX_CPU + 0.5 * gpu_free / MAX_GPU
 
 
-def _apply(state: Nodes, tasks: Tasks, i: int, n: int, dev: int) -> None:
+def apply_task(state: Nodes, tasks: Tasks, i: int, n: int, dev: int) -> None:
     """Take task i's resources on node n (a share on device `dev`)."""
     state.cpu[n] -= tasks.cpu[i]
     state.mem[n] -= tasks.mem[i]

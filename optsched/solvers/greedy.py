@@ -471,14 +471,26 @@ class GreedyEngine:
             att = self.admit(job)
             if att.failure is None:
                 placed[job.id] = att.replicas
-                self._account_tenant(job, att.replicas)
-                nodes = np.array([r.node for r in att.replicas], dtype=np.int64)
-                self.ledger.add_uplink(crossed_domains(self.p, nodes), job.bandwidth)
+                self.record(job, att.replicas)
             elif att.failure == "time_limit":
                 deferred[job.id] = ("time_limit", "the round's time limit ran out while placing this job")
             else:
                 deferred[job.id] = (att.failure, att.detail)
         return placed, deferred
+
+    def record(self, job: JobSpec, replicas: list[PlacedReplica]) -> None:
+        """Account an admitted job beyond its replicas' node usage: its tenant's share (DRF order)
+        and its uplink traffic."""
+        self._account_tenant(job, replicas)
+        nodes = np.array([r.node for r in replicas], dtype=np.int64)
+        self.ledger.add_uplink(crossed_domains(self.p, nodes), job.bandwidth)
+
+    def use_nodes(self, nodes: BArray) -> None:
+        """Place on `nodes` from now on (by default the real nodes; provisioning slots are added by
+        the `karpenter` baseline): every cursor and cached total over the node set is dropped."""
+        self.real = nodes
+        self._cursors.clear()
+        self._totals = None
 
     def admit(self, job: JobSpec) -> Attempt:
         """Admit one job of the round: place it (the `kueue` baseline also preempts)."""

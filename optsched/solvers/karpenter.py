@@ -27,7 +27,6 @@ import time
 import numpy as np
 
 from optsched.concerns import eligibility
-from optsched.ledger import crossed_domains
 from optsched.model.plan import Plan, SolverStats
 from optsched.problem import BArray, IArray, JobSpec, Problem
 from optsched.solvers.greedy import STRATEGIES, GreedyEngine, kube_order, to_plan
@@ -81,20 +80,18 @@ def solve_karpenter(p: Problem, *, time_limit: float = math.inf, seed: int = 0) 
         for q, slots in slots_of.items():
             allowed[slots[: opened[q]]] = True
         allowed[slots_of[pool]] = True
-        engine.real = allowed
-        engine._cursors.clear()  # the eligible node sets changed
+        engine.use_nodes(allowed)
         att = engine.admit(job)
         if att.failure is not None:
             continue
         placed[job.id] = att.replicas
         del deferred[job.id]
-        nodes = np.array([r.node for r in att.replicas], dtype=np.int64)
-        engine.ledger.add_uplink(crossed_domains(p, nodes), job.bandwidth)
+        engine.record(job, att.replicas)
         for r in att.replicas:
             if p.node_provisioned[r.node]:
                 q = int(p.node_pool[r.node])
                 opened[q] = max(opened[q], eligibility.slot_number(p, r.node) + 1)
-    engine.real = real
+    engine.use_nodes(real)
     stats = SolverStats(name="karpenter", status="heuristic", wall_s=time.perf_counter() - start, seed=seed)
     plan = to_plan(p, placed, deferred, stats)
     used = [r.node for reps in placed.values() for r in reps]

@@ -61,7 +61,7 @@ def test_nodes_are_charged_by_use_and_idle_reserved_by_reserved_spend() -> None:
 @given(data=st.one_of(rounds(max_nodes=6, max_jobs=6), busy_rounds(max_nodes=6, max_jobs=5)),
        strategy=st.sampled_from(sorted(STRATEGIES)))
 def test_charges_add_up_to_the_cost(data: tuple[Cluster, Queue], strategy: str) -> None:
-    """Non-reserved charges sum to the plan's `cost` (when nothing is provisioned); reserved
+    """Non-reserved charges sum to the plan's `node_cost` (when nothing is provisioned); reserved
     charges, used and idle, sum to the $/h of every reserved node; nothing is negative."""
     c, q = data
     p = compile_problem(c, q)
@@ -76,7 +76,9 @@ def test_charges_add_up_to_the_cost(data: tuple[Cluster, Queue], strategy: str) 
     assert charged_reserved == pytest.approx(float(p.node_price[reserved_nodes].sum()))
     if not plan.provisioning:
         other = sum(r["used"] for pool, r in rows if pool not in reserved_pools)
-        assert other == pytest.approx(evaluate_problem(p, plan).cost)
+        m = evaluate_problem(p, plan)
+        assert other == pytest.approx(m.details["node_cost"])
+        assert m.cost == pytest.approx(m.details["node_cost"] + m.details["spot_loss"])
 
 
 def _repriced(c: Cluster, factor: float, pricing: dict[str, str] | None = None) -> Cluster:
@@ -91,7 +93,8 @@ def test_cost_is_monotone_in_price_and_reserved_never_costs_more(data: tuple[Clu
                                                                  factor: float) -> None:
     """For a fixed plan: raising every price never lowers its cost or any tenant's charge; the
     same nodes bought reserved never cost more than on demand or spot (reserved nodes are paid
-    whatever the plan does: a plan adds nothing for using them)."""
+    whatever the plan does: a plan adds nothing for using them); at the same price, spot costs
+    on-demand's $/h plus its expected interruption loss."""
     c, q = data
     plan = solve_greedy(compile_problem(c, q), strategy)
     base = optsched.evaluate(c, q, plan).cost
@@ -103,7 +106,12 @@ def test_cost_is_monotone_in_price_and_reserved_never_costs_more(data: tuple[Clu
             assert dear_bill[tenant][pool]["used"] >= row["used"] - 1e-9
     as_reserved = _repriced(c, 1.0, {"on_demand": "reserved", "spot": "reserved"})
     as_on_demand = _repriced(c, 1.0, {"reserved": "on_demand", "spot": "on_demand"})
-    assert optsched.evaluate(as_reserved, q, plan).cost <= base + 1e-9 <= optsched.evaluate(as_on_demand, q, plan).cost + 2e-9
+    spot_loss = optsched.evaluate(c, q, plan).details["spot_loss"]
+    reserved_cost = optsched.evaluate(as_reserved, q, plan).cost
+    assert reserved_cost <= base + 1e-9 <= optsched.evaluate(as_on_demand, q, plan).cost + spot_loss + 2e-9
+    spot_as_on_demand = optsched.evaluate(_repriced(c, 1.0, {"spot": "on_demand"}), q, plan)
+    assert spot_as_on_demand.details["spot_loss"] == 0.0
+    assert base == pytest.approx(spot_as_on_demand.cost + spot_loss)
 
 
 def test_the_optimiser_prefers_reserved_capacity_then_the_cheaper_pool() -> None:
@@ -121,3 +129,41 @@ def test_the_optimiser_prefers_reserved_capacity_then_the_cheaper_pool() -> None
     plan = solve_cpsat(compile_problem(full, q), objective=["admitted_value", "cost"], time_limit=5.0)
     assert optsched.check(full, q, plan) == [] and plan.placements[0].node == "o0"
     assert plan.objective["cost"] == pytest.approx(4.0)
+
+
+def _spot_or_on_demand(checkpoint_s: float, spot: str) -> tuple[Cluster, Queue]:
+    """Spot s0 ($10/h, 1 interruption per hour) and on-demand o0 ($12/h), 8 GPUs each; one
+    8-GPU job. On s0 it loses 1/h x 8 GPUs x (checkpoint_s / 2) / 3600 GPU-hours per hour, priced
+    at s0's $10 / 8 GPUs: $5/h with hourly checkpoints, $0.83/h with 10-minute ones."""
+    node = {"domain": "leaf-0", "capacity": {"cpu": 64000, "memory": 512000}, "devices": {"model": "H100", "count": 8}}
+    cluster = Cluster.model_validate({
+        "device_models": {"H100": {"memory_gib": 80}},
+        "topology": {"levels": ["leaf"], "domains": [{"id": "leaf-0", "level": "leaf"}]},
+        "pools": [{"name": "spot", "pricing": "spot", "price_per_hour": 10.0, "interruption_rate_per_hour": 1.0},
+                  {"name": "od", "pricing": "on_demand", "price_per_hour": 12.0}],
+        "nodes": [{"id": "s0", "pool": "spot", **node}, {"id": "o0", "pool": "od", **node}],
+    })
+    queue = Queue.model_validate({"jobs": [{"id": "j", "spot": spot, "checkpoint_interval_s": checkpoint_s,
+                                            "groups": [{"name": "w", "request": {"gpu": 8, "cpu": 1000}}]}]})
+    return cluster, queue
+
+
+@pytest.mark.parametrize(("checkpoint_s", "spot", "node", "cost"), [
+    (3600.0, "allowed", "o0", 12.0),  # spot: 10 + 5 > 12
+    (600.0, "allowed", "s0", 10.0 + 8 * 300 / 3600 * 10 / 8),  # spot: 10 + 0.83 < 12
+    (3600.0, "preferred", "s0", 10.0),  # the owner takes the risk: spot's price alone
+])
+def test_the_optimiser_takes_spot_only_where_price_plus_expected_loss_is_cheaper(
+        checkpoint_s: float, spot: str, node: str, cost: float) -> None:
+    """Per job, the cheaper of spot (price + expected interruption loss) and on-demand; a job
+    that prefers spot is not charged its loss. The model's cost equals the metric's."""
+    from optsched.solvers.cpsat import solve_cpsat
+
+    c, q = _spot_or_on_demand(checkpoint_s, spot)
+    plan = solve_cpsat(compile_problem(c, q), objective=["admitted_value", "cost"], time_limit=5.0)
+    assert optsched.check(c, q, plan) == [] and plan.solver.status == "optimal"
+    assert [pl.node for pl in plan.placements] == [node]
+    assert plan.objective["cost"] == pytest.approx(cost)
+    assert plan.solver.extra["model_terms"]["cost"] == pytest.approx(cost, abs=1e-3)
+    risk = optsched.evaluate(c, q, plan).details["spot_risk"]
+    assert risk == pytest.approx(8 * checkpoint_s / 2 / 3600 if node == "s0" else 0.0)

@@ -21,11 +21,14 @@ def test_example_terms(example: tuple[Cluster, Queue, Plan]) -> None:
     w = priority_weight
     expected = w(100) * 16 + w(50) * (4 + 8 * 4000 / 32000) + w(80) * (0.5 + 0.5)
     assert m.admitted_value == pytest.approx(expected)
-    # cost: on-demand a100-0 ($32/h) and spot a100-1 ($11/h) host work; reserved H100s are sunk
-    assert m.cost == pytest.approx(43.0)
+    # nodes: on-demand a100-0 ($32/h) and spot a100-1 ($11/h) host work; reserved H100s are sunk
+    assert m.details["node_cost"] == pytest.approx(43.0)
     assert m.details["reserved_idle_cost"] == 0.0
     # spot risk: chat replica on spot, 0.05/h x 0.5 GPU x (3600/2 s) / 3600
     assert m.details["spot_risk"] == pytest.approx(0.05 * 0.5 * 0.5)
+    # its priced loss: those GPU-hours at a100-1's $11/h over its 8 GPUs (chat's spot is `allowed`)
+    assert m.details["spot_loss"] == pytest.approx(0.05 * 0.5 * 0.5 * 11.0 / 8)
+    assert m.cost == pytest.approx(43.0 + 0.05 * 0.5 * 0.5 * 11.0 / 8)
     # locality: llm-pretrain worker 1 on h100-1 lacks torch-2.5 (3 GB), h100-0 in the same leaf has it: P2P
     assert m.details["pull_bytes"] == 3e9
     assert m.locality == pytest.approx(2 * 0 + 3e9 * 8 / 100e9)

@@ -1,10 +1,18 @@
 """Concern: what the plan costs per hour, and the spot risk it takes (cost term).
 
-- `cost` ($/h): on-demand and spot nodes that host work (kept or placed) at their pool price,
-  plus every provisioned node at its pool price. Reserved nodes are paid whether used or not:
-  they are sunk, and reported apart (`reserved_idle_cost`: $/h of reserved nodes left empty).
-- `spot_risk` (GPU-hours lost per hour): over replicas on spot nodes, the pool's interruption
-  rate x the replica's GPUs x (half the job's checkpoint interval + restart time) / 3600.
+- `cost` ($/h) = `node_cost` + `spot_loss`:
+  - `node_cost`: on-demand and spot nodes that host work (kept or placed) at their pool price,
+    plus every provisioned node at its pool price. Reserved nodes are paid whether used or not:
+    they are sunk, and reported apart (`reserved_idle_cost`: $/h of reserved nodes left empty).
+  - `spot_loss`: the expected interruption loss of the round's spot placements, priced: over
+    placed replicas of `spot: allowed` jobs on spot nodes, the replica's lost GPU-hours per hour
+    (below) x the node's $/GPU-hour (its price / its devices), i.e. what re-running the lost work
+    there costs. `spot: preferred` jobs are not charged: their owners take the risk (the job
+    checkpoints for it), so where cost is optimised spot's price alone decides for them, while
+    an `allowed` job goes to spot only where spot's price plus its expected loss is the cheaper.
+- `spot_risk` (GPU-hours lost per hour, every job): over placed replicas on spot nodes, the
+  pool's interruption rate x the replica's GPUs x (half the job's checkpoint interval + restart
+  time) / 3600. CPU-only replicas count 0 (as in GPU-hours).
 
 `chargeback` attributes the $/h to tenants, per pool, so that a platform can bill from the plan:
 a node that hosts work (reserved, on-demand, spot or provisioned) is charged to the tenants on it
@@ -21,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from optsched.problem import PRICING_CODES, GroupSpec, Problem
+from optsched.problem import PRICING_CODES, GroupSpec, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
@@ -31,11 +39,24 @@ COST_SCALE = 1000
 """The CP-SAT cost term counts milli-dollars per hour (node prices rounded to 0.001 $/h)."""
 
 
+def spot_loss_per_replica(p: Problem, job: JobSpec, group: GroupSpec, node: int) -> tuple[float, float]:
+    """(GPU-hours lost per hour, $/h charged to the round's cost) of one replica of `group` on
+    `node`: both 0 off spot nodes; the $/h is 0 for `spot: preferred` jobs (module docstring)."""
+    if not p.node_spot[node]:
+        return 0.0, 0.0
+    lost_s = job.spec.checkpoint_interval_s / 2 + job.restart_s
+    risk = float(p.pool_rate[p.node_pool[node]]) * group.gpu * lost_s / 3600
+    devices = int(p.node_dev_count[node])
+    if job.spot == "preferred" or not devices:
+        return risk, 0.0
+    return risk, risk * float(p.node_price[node]) / devices
+
+
 def term(view: PlanView) -> dict[str, float]:
-    """`cost`, `reserved_idle_cost` and `spot_risk` of the plan."""
+    """`cost` (with its parts `node_cost` and `spot_loss`), `reserved_idle_cost` and `spot_risk`."""
     p = view.problem
     if not len(p.pool_names):
-        return {"cost": 0.0, "reserved_idle_cost": 0.0, "spot_risk": 0.0}
+        return {"cost": 0.0, "node_cost": 0.0, "spot_loss": 0.0, "reserved_idle_cost": 0.0, "spot_risk": 0.0}
     hosting = np.any(view.ledger.used > 0, axis=1)
     hosting |= np.bincount(p.dev_node, weights=view.ledger.dev_used > 0, minlength=p.n_nodes) > 0
     real = ~p.node_provisioned
@@ -45,13 +66,13 @@ def term(view: PlanView) -> dict[str, float]:
     cost = float(p.node_price[hosting & real & has_pool & ~reserved].sum())
     cost += sum(count * float(p.pool_price[pool]) for pool, count in view.provisioned.items())
     idle = float(p.node_price[~hosting & real & reserved].sum())
-    risk = 0.0
+    risk = loss = 0.0
     for rep in view.replicas:
         if p.node_spot[rep.node]:
-            group = rep.job.groups[rep.group]
-            lost_s = rep.job.spec.checkpoint_interval_s / 2 + rep.job.restart_s
-            risk += float(p.pool_rate[p.node_pool[rep.node]]) * group.gpu * lost_s / 3600.0
-    return {"cost": cost, "reserved_idle_cost": idle, "spot_risk": risk}
+            gpu_h, dollars = spot_loss_per_replica(p, rep.job, rep.job.groups[rep.group], rep.node)
+            risk += gpu_h
+            loss += dollars
+    return {"cost": cost + loss, "node_cost": cost, "spot_loss": loss, "reserved_idle_cost": idle, "spot_risk": risk}
 
 
 def _uses_something(group: GroupSpec) -> bool:
@@ -90,7 +111,8 @@ def cpsat(r: CpsatRound) -> None:
     something (``y[j, g, v] <= ub x h[v]``) and every kept evictable job on v (``keep[k] <= h[v]``)
     force it. Cost = sum over non-reserved priced nodes of price_v x h[v], plus the nodes that
     host running jobs the round cannot evict (a constant), plus every created provisioning slot
-    (``price_v x u[v]``, K4).
+    (``price_v x u[v]``, K4), plus the priced spot loss of each replica count on a spot node
+    (``loss_k x y[k]``, K5, `spot_loss_per_replica`).
     """
     if "cost" not in r.wanted:
         return
@@ -121,8 +143,18 @@ def cpsat(r: CpsatRound) -> None:
             r.model.add_implication(keep, h)
         items.append((int(price[v]), h))
     items += [(int(price[v]), u) for v, u in sorted(r.slot_used.items())]
+    upper = constant + sum(c for c, _ in items)
+    for v in sorted(r.by_node):  # K5: the priced spot loss of every replica on a spot node
+        if not p.node_spot[v]:
+            continue
+        for k in r.by_node[v]:
+            job = p.jobs[k[0]]
+            loss = int(round(spot_loss_per_replica(p, job, job.groups[k[1]], v)[1] * COST_SCALE))
+            if loss > 0:
+                items.append((loss, r.y[k]))
+                upper += loss * r.model_ub(r.y[k])
     r.add_term("cost", constant + r.wsum((h for _, h in items), (c for c, _ in items)), COST_SCALE, maximise=False)
-    r.term_ub["cost"] = constant + sum(c for c, _ in items)
+    r.term_ub["cost"] = upper
 
 
 UNATTRIBUTED = "(unattributed)"
@@ -132,7 +164,7 @@ UNATTRIBUTED = "(unattributed)"
 def _usage_by_tenant(view: PlanView) -> np.ndarray:
     """(tenants, nodes): what each tenant uses of each node, kept running jobs and new replicas:
     GPUs (a device share counts its fraction) on nodes where GPUs are used, else CPU millicores,
-    else replicas."""
+    else replicas (of groups that request something, as for `cost`)."""
     p: Problem = view.problem
     gpu = np.zeros((len(p.tenant_names), p.n_nodes))
     cpu = np.zeros_like(gpu)
@@ -142,6 +174,8 @@ def _usage_by_tenant(view: PlanView) -> np.ndarray:
              for job in view.kept for rp in job.placements]
     items += [(r.job, r.job.groups[r.group], r.node, r.devices, r.share) for r in view.replicas]
     for job, group, node, devices, share in items:
+        if not _uses_something(group):  # a replica that requests nothing does not make its node host work
+            continue
         gpu[job.tenant, node] += len(devices) * share
         count[job.tenant, node] += 1.0
         if cpu_r is not None:

@@ -141,3 +141,62 @@ def test_optimiser_plans_that_provision_are_valid(data: tuple[Cluster, Queue]) -
     plan = solve(cluster, queue, solver="cpsat", objective=["admitted_value", "cost"], time_limit=2.0)
     assert check(cluster, queue, plan) == []
     assert plan.objective["admitted_value"] >= solve(cluster, queue, solver="best-fit").objective["admitted_value"] - 1e-6
+
+
+def test_neighbourhoods_provision_too() -> None:
+    """Started from best-fit's plan (only a, on r0), the neighbourhood search alone (no whole
+    model, no karpenter hint) creates nodes for the deferred jobs: a valid plan that provisions
+    and admits more than best-fit."""
+    from optsched.problem import compile_problem
+    from optsched.solvers.cpsat import solve_cpsat
+
+    c = _cluster()
+    q = Queue.model_validate({"jobs": [_job("a", 8, priority=9), _job("b", 8, priority=8),
+                                       _job("c", 8, models=["H100"], priority=7), _job("e", 8, priority=5)]})
+    p = compile_problem(c, q)
+    base = solve(c, q, solver="best-fit")
+    assert [pl.job for pl in base.placements] == ["a"]
+    plan = solve_cpsat(p, hint=base, neighbourhoods=True, time_limit=3.0, objective=["admitted_value", "cost"])
+    assert check(c, q, plan) == [] and plan.solver.status == "feasible"
+    assert plan.provisioning and plan.objective["admitted_value"] > base.objective["admitted_value"]
+    assert not plan.deferred  # b, c, e on 3 of the 4 new nodes: c on an H100 one
+
+
+def test_slots_that_fixed_work_uses_are_created_anyway() -> None:
+    """A model of job x alone, with work outside it on a100-od/new-1: slots new-0 and new-1 are
+    created whatever the model does (their $64/h a constant of the cost), so x takes the free
+    new-0 at no extra cost rather than an H100 slot."""
+    from ortools.sat.python import cp_model
+
+    from optsched.concerns import eligibility
+    from optsched.ledger import Ledger
+    from optsched.metrics import evaluate_problem
+    from optsched.objective import Objective
+    from optsched.problem import compile_problem
+    from optsched.solvers.cpsat import _decode, _objective, _weights, encode_all
+    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.view import PlanView
+
+    c = _cluster()
+    q = Queue.model_validate({"jobs": [_job("w", 8), _job("x", 8, models=["H100", "A100"])]})
+    p = compile_problem(c, q)
+    fixed = Plan(placements=[Placement(job="w", group="w", replica=0, node="a100-od/new-1", devices=list(range(8)))],
+                 deferred=[{"job": "x", "reason": "capacity"}], provisioning=[Provision(pool="a100-od", count=2)])
+    assert check(c, q, fixed) == []
+    base = Ledger.with_running(p)
+    base.add_replicas(p.jobs[p.job_index["w"]], PlanView(p, fixed).by_job["w"])
+    # the model may use the slots only (keeps x off the free reserved r0)
+    r = CpsatRound(p, base, [p.jobs[p.job_index["x"]]], allowed=p.node_provisioned,
+                   wanted=frozenset({"admitted_value", "cost"}), provision=True)
+    encode_all(r, float("inf"), variables_by=float("inf"))
+    assert r.slots_created == {0: 0, 1: 0, 2: 2}
+    goal = Objective.parse(["admitted_value", "cost"])
+    r.model.maximize(_objective(r, _weights(r, goal)[0]))
+    solver = cp_model.CpSolver()
+    assert solver.solve(r.model) == cp_model.OPTIMAL
+    sub = _decode(r, solver, fixed.solver)
+    assert sub is not None and [pl.node for pl in sub.placements] == ["a100-od/new-0"]
+    merged = Plan(placements=fixed.placements + sub.placements,
+                  provisioning=eligibility.provisioning_of(p, [p.node_index["a100-od/new-1"], p.node_index["a100-od/new-0"]]))
+    assert check(c, q, merged) == [] and evaluate_problem(p, merged).cost == 64.0
+    assert solver.value(r.terms["cost"].expr) == 64_000

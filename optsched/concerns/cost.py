@@ -39,6 +39,12 @@ COST_SCALE = 1000
 """The CP-SAT cost term counts milli-dollars per hour (node prices rounded to 0.001 $/h)."""
 
 
+def _hosting(p: Problem, used: np.ndarray, dev_used: np.ndarray) -> np.ndarray:
+    """Nodes with any resource or device in use (bool per node)."""
+    busy: np.ndarray = np.any(used > 0, axis=1)
+    return busy | (np.bincount(p.dev_node, weights=dev_used > 0, minlength=p.n_nodes) > 0)
+
+
 def spot_loss_per_replica(p: Problem, job: JobSpec, group: GroupSpec, node: int) -> tuple[float, float]:
     """(GPU-hours lost per hour, $/h charged to the round's cost) of one replica of `group` on
     `node`: both 0 off spot nodes; the $/h is 0 for `spot: preferred` jobs (module docstring)."""
@@ -57,8 +63,7 @@ def term(view: PlanView) -> dict[str, float]:
     p = view.problem
     if not len(p.pool_names):
         return {"cost": 0.0, "node_cost": 0.0, "spot_loss": 0.0, "reserved_idle_cost": 0.0, "spot_risk": 0.0}
-    hosting = np.any(view.ledger.used > 0, axis=1)
-    hosting |= np.bincount(p.dev_node, weights=view.ledger.dev_used > 0, minlength=p.n_nodes) > 0
+    hosting = _hosting(p, view.ledger.used, view.ledger.dev_used)
     real = ~p.node_provisioned
     has_pool = p.node_pool >= 0
     pricing = np.where(has_pool, p.pool_pricing[np.maximum(p.node_pool, 0)], -1)
@@ -85,17 +90,23 @@ def provisioning_cpsat(r: CpsatRound) -> None:
     are candidates (`r.provision`). ``u[v]`` (bool) for each slot with a key: every replica count
     on v forces it (``y[k] <= ub x u[v]``), and a pool's slots are created in order
     (``u[new-(i+1)] <= u[new-i]``, a slot without keys counting 0), so the plan provisions
-    exactly ``sum u`` nodes per pool (``<pool>/new-0`` ..)."""
+    exactly ``sum u`` nodes per pool (``<pool>/new-0`` ..). In a neighbourhood, the slots up to the
+    last one that work outside the model uses are created anyway (`r.slots_created`, a constant
+    of the cost); the order binds the slots after them."""
     if not r.provision:
         return
     p = r.p
-    for v in sorted(r.by_node):
-        if p.node_provisioned[v] and r.by_node[v]:
-            u = r.slot_used[v] = r.model.new_bool_var(f"u[{v}]")
-            for k in r.by_node[v]:
-                r.model.add(r.y[k] <= r.model_ub(r.y[k]) * u)
+    hosting = _hosting(p, r.base.used, r.base.dev_used)
     for q in range(len(p.pool_names)):
         slots = np.flatnonzero(p.node_provisioned & (p.node_pool == q)).tolist()
+        fixed = [i for i, v in enumerate(slots) if hosting[v]]  # used by work outside the model
+        created = r.slots_created[q] = fixed[-1] + 1 if fixed else 0
+        slots = slots[created:]
+        for v in slots:
+            if r.by_node.get(v):
+                u = r.slot_used[v] = r.model.new_bool_var(f"u[{v}]")
+                for k in r.by_node[v]:
+                    r.model.add(r.y[k] <= r.model_ub(r.y[k]) * u)
         for before, after in itertools.pairwise(slots):
             if after in r.slot_used:
                 if before in r.slot_used:
@@ -124,10 +135,10 @@ def cpsat(r: CpsatRound) -> None:
     has_pool = p.node_pool >= 0
     pricing = np.where(has_pool, p.pool_pricing[np.maximum(p.node_pool, 0)], -1)
     paid = has_pool & (pricing != PRICING_CODES["reserved"]) & ~p.node_provisioned & (p.node_price > 0)
-    hosting = np.any(r.base.used > 0, axis=1)
-    hosting |= np.bincount(p.dev_node, weights=r.base.dev_used > 0, minlength=p.n_nodes) > 0
+    hosting = _hosting(p, r.base.used, r.base.dev_used)
     price = np.rint(p.node_price * COST_SCALE).astype(np.int64)
     constant = int(price[paid & hosting].sum())
+    constant += sum(n * int(np.rint(p.pool_price[q] * COST_SCALE)) for q, n in r.slots_created.items())
     items: list[tuple[int, object]] = []
     for v in sorted(set(r.by_node) | set(r.held)):
         if not paid[v] or hosting[v]:
@@ -149,7 +160,7 @@ def cpsat(r: CpsatRound) -> None:
             continue
         for k in r.by_node[v]:
             job = p.jobs[k[0]]
-            loss = int(round(spot_loss_per_replica(p, job, job.groups[k[1]], v)[1] * COST_SCALE))
+            loss = round(spot_loss_per_replica(p, job, job.groups[k[1]], v)[1] * COST_SCALE)
             if loss > 0:
                 items.append((loss, r.y[k]))
                 upper += loss * r.model_ub(r.y[k])

@@ -1,8 +1,9 @@
 """The plan a model solver starts from, and how it stamps the plan it returns.
 
 Both model back ends (`cpsat`, `milp`) first get a plan without a model: the best greedy
-baselines, the `kueue` plan on a cluster with tenants (first, when running jobs may be evicted),
-and the best baseline rerun in the order guided by the value bound (`optsched.solvers.guided`).
+baselines, the `karpenter` plan where nodes may be provisioned, the `kueue` plan on a cluster
+with tenants (first, when running jobs may be evicted), and the best baseline rerun in the order
+guided by the value bound (`optsched.solvers.guided`).
 The best of them is the fallback (returned when the model finds nothing better) and the hint (a
 complete start for the model). `Start.finish` stamps any returned plan the same way: its metrics,
 the tighter of the LP value bound and the model's proven bound, the gap, and the deferral reasons.
@@ -165,6 +166,14 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, time_limit
         part = KUEUE_PREEMPTS[time_limit >= KUEUE_LONG * GREEDY_SECONDS_PER_JOB * len(p.jobs)]
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=start + part * time_limit,
                                  until=start + 0.85 * time_limit)
+    grown: Plan | None = None
+    if hint is None and p.pool_max_nodes.sum() > 0:
+        # nodes may be provisioned: the karpenter plan (best-fit, then the cheapest pool per
+        # pending job) is a candidate, so that a model that cannot be built whole starts from it
+        from optsched.solvers.karpenter import solve_karpenter
+
+        grown = solve_karpenter(p, time_limit=max(0.0, start + share * time_limit - time.perf_counter()), seed=seed)
+        grown = grown.model_copy(update={"objective": evaluate_problem(p, grown).objective()})
     if hint is None:
         from optsched.solve import solve_problem
 
@@ -176,6 +185,11 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, time_limit
     if kueue is None and p.cluster.tenants and not cut and time.perf_counter() < start + share * time_limit:
         # a multi-tenant round: the Kueue plan (admission order, borrowing) is a candidate
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=None, until=start + share * time_limit)
+    if grown is not None:
+        grown_terms = grown.objective or {}
+        extra["karpenter"] = {"admitted_value": grown_terms["admitted_value"], "cost": grown_terms["cost"]}
+        if goal.better(grown_terms, fallback.objective or evaluate_problem(p, fallback).objective()):
+            fallback, cut = grown, any(d.reason == "time_limit" for d in grown.deferred)
     if kueue is not None:
         terms = kueue.objective or {}
         kueue_cut = any(d.reason == "time_limit" for d in kueue.deferred)

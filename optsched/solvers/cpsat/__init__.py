@@ -29,7 +29,7 @@ from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.solvers.cpsat import evictions, neighbourhood
-from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
+from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound, slot_candidates
 from optsched.solvers.incumbent import NOT_ADMITTED, finish_early, starting_plan
 
 ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
@@ -314,7 +314,8 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
     goal = Objective.parse(objective)
     if max_candidates is None:
         max_candidates = candidate_cap(p)
-    model_s = SECONDS_PER_CANDIDATE * max_candidates * sum(len(j.groups) for j in p.jobs)
+    per_group = max_candidates + (slot_candidates(max_candidates) if p.pool_max_nodes.sum() > 0 else 0)
+    model_s = SECONDS_PER_CANDIDATE * per_group * sum(len(j.groups) for j in p.jobs)
     whole_model = model_s <= 0.4 * time_limit if neighbourhoods is None else not neighbourhoods
     begin = starting_plan(p, "cpsat", objective=objective, time_limit=time_limit, seed=seed, start=start,
                           hint=hint, share=0.5 if whole_model else 0.9)

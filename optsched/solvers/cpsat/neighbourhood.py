@@ -36,6 +36,13 @@ MAX_CANDIDATES = 24
 NEIGHBOURHOOD_NODES = 96
 """Nodes per neighbourhood (whole leaf domains are added until at least this many)."""
 
+BUILD_SHARE = 0.15
+"""Share of the time left that one neighbourhood's model may take to build (its solve gets up to
+twice the step's build time, so a step takes about 45% of what is left and two or more fit)."""
+
+SLOTS_PER_STEP = 16
+"""Unopened provisioning slots per pool a neighbourhood may open (docs/formulation.md K3-K4)."""
+
 FIRST_STEP_SECONDS = 0.25
 """A first step starts only with this much time left (later ones: as long as the longest step so
 far). In a profile, a first step on mixed-cloud-10k with 1,000 jobs took 0.25 s to build and
@@ -116,6 +123,20 @@ def neighbourhood(p: Problem, view: PlanView, ledger: Ledger, want: BArray, step
     return chosen & real
 
 
+def open_slots(p: Problem, plan: Plan) -> BArray:
+    """Provisioning slots a neighbourhood may use: per provisionable pool, the ones `plan`
+    provisions and the next `SLOTS_PER_STEP` (created in order, K4, so later ones cannot be
+    reached in one step)."""
+    out = np.zeros(p.n_nodes, dtype=bool)
+    if not p.pool_max_nodes.sum():
+        return out
+    made = {p.pool_names.index(x.pool): x.count for x in plan.provisioning}
+    for q in np.flatnonzero(p.pool_max_nodes > 0).tolist():
+        slots = np.flatnonzero(p.node_provisioned & (p.node_pool == q))
+        out[slots[: made.get(q, 0) + SLOTS_PER_STEP]] = True
+    return out
+
+
 def _job_worth(job: JobSpec) -> float:
     return priority_weight(job.priority) * sum(max(g.gpu, 1e-3) * max(g.rmin, 1) for g in job.groups)
 
@@ -124,7 +145,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
             seconds_per_group: float) -> tuple[Plan, SearchLog]:
     """Improve `plan` neighbourhood by neighbourhood until `deadline` (perf_counter seconds).
 
-    Each neighbourhood's model gets as many groups as can be built in 40% of the time left
+    Each neighbourhood's model gets as many groups as can be built in `BUILD_SHARE` of the time left
     (`seconds_per_group` is the measured build cost of one group's candidates).
     """
     from optsched.solvers.cpsat import (
@@ -173,12 +194,13 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         chosen = neighbourhood(p, view, full, want, step - 1)
         if not chosen.any():
             break
+        chosen |= open_slots(p, best)
         # preemptors stay where they are: their evictions' legality reads their placements
         # (the eviction steps, `evictions.reconsider`, move them)
         preemptors = {ev.by for ev in best.evictions}
         inside = [job_id for job_id, reps in view.by_job.items()
                   if job_id not in preemptors and all(chosen[r.node] for r in reps)]
-        groups_per_model = max(8, int(0.4 * (deadline - time.perf_counter()) / seconds_per_group))
+        groups_per_model = max(8, int(BUILD_SHARE * (deadline - time.perf_counter()) / seconds_per_group))
         budget = groups_per_model - sum(len(p.jobs[p.job_index[j]].groups) for j in inside)
         movable = [p.jobs[p.job_index[j]] for j in inside]
         for job in deferred:
@@ -192,10 +214,9 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         for job in movable:
             base.add_replicas(job, view.by_job.get(job.id, []), sign=-1.0)
         r = CpsatRound(p, base, sorted(movable, key=lambda j: j.index), max_candidates=MAX_CANDIDATES,
-                       hint=best, allowed=chosen,
-                       wanted=goal.terms())
+                       hint=best, allowed=chosen, wanted=goal.terms(), provision=bool(p.pool_max_nodes.sum() > 0))
         row: dict[str, Any] = {"step": step, "nodes": int(chosen.sum()), "placed": len(inside),
-                               "deferred": len(movable) - len(inside)}
+                               "deferred": len(movable) - len(inside), "left_s": round(deadline - t0, 3)}
         log.rows.append(row)
         left = deadline - time.perf_counter()
         try:
@@ -206,14 +227,16 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         preemption.hold_fixed_reclaims(r, best, view)
         weights, _ = _weights(r, goal)
         r.model.maximize(_objective(r, weights))
+        row["build_s"] = round(time.perf_counter() - t0, 3)
         status, values = complete_hint(r, 0.25 * (deadline - time.perf_counter()), seed)
+        row["hint_s"] = round(time.perf_counter() - t0 - row["build_s"], 3)
         if values is None:
             row["result"] = f"hint {status}"
             continue
         _hint(r, values)
         solver = cp_model.CpSolver()
-        now = time.perf_counter()  # solve for at most twice the step's build time
-        solver_parameters(solver, time_limit=min(deadline - now, max(0.1, 2 * (now - t0))), seed=seed + step,
+        now = time.perf_counter()  # solve for at most twice the step's build time, leaving time to merge
+        solver_parameters(solver, time_limit=min(0.8 * (deadline - now), max(0.1, 2 * (now - t0))), seed=seed + step,
                           num_workers=num_workers, deterministic=False, n_variables=len(r.model.proto.variables))
         got = solver.solve(r.model)
         row["cpsat"] = solver.status_name(got)
@@ -232,9 +255,10 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         if sub is None:
             row["result"] = "decode failed (a model bug)"
             continue
-        merged = Plan(placements=[pl for pl in best.placements if pl.job not in ids] + sub.placements,
-                      deferred=[d for d in best.deferred if d.job not in ids] + sub.deferred,
-                      evictions=best.evictions, solver=best.solver)
+        placements = [pl for pl in best.placements if pl.job not in ids] + sub.placements
+        merged = Plan(placements=placements, deferred=[d for d in best.deferred if d.job not in ids] + sub.deferred,
+                      evictions=best.evictions, solver=best.solver,
+                      provisioning=eligibility.provisioning_of(p, (p.node_index[pl.node] for pl in placements)))
         terms = evaluate_problem(p, merged).objective()
         row["s"] = round(time.perf_counter() - t0, 3)
         if not exact.better(terms, best_terms):

@@ -51,6 +51,12 @@ class Term:
     maximise: bool
 
 
+def slot_candidates(max_candidates: int) -> int:
+    """Provisioning slots per pool kept as candidates of a group beyond its `max_candidates` real
+    nodes (the first ones: slots are created in order)."""
+    return max(1, max_candidates // 2)
+
+
 @dataclass
 class CpsatRound:
     """Variables and bookkeeping of one CP-SAT round (see module docstring)."""
@@ -92,7 +98,10 @@ class CpsatRound:
     wanted: frozenset[str] = frozenset()
     """Objective terms that are built only when the objective names them (`fairness`)."""
     provision: bool = False
-    """Provisioning slots are candidates (whole rounds of clusters with provisionable pools)."""
+    """Provisioning slots are candidates (clusters with provisionable pools)."""
+    slots_created: dict[int, int] = field(default_factory=dict)
+    """Per pool: slots ``new-0`` .. ``new-(n-1)`` created whatever the model does, because work
+    outside the model uses one of them (a neighbourhood; filled by the provisioning encoding)."""
     slot_used: dict[int, Any] = field(default_factory=dict)
     """``u[v]``: provisioning slot v is created (filled by the provisioning encoding)."""
     quota_usage: dict[tuple[int, int], Any] = field(default_factory=dict)
@@ -123,6 +132,10 @@ class CpsatRound:
             self.truncated += 1
             order = np.argsort(-score_most_allocated(p, self.base, group, nodes), kind="stable")
             keep = set(nodes[order[: self.max_candidates]].tolist()) | (hinted & set(nodes.tolist()))
+            # empty provisioning slots score lowest: the first ones of each pool stay candidates
+            slots = nodes[p.node_provisioned[nodes]]
+            for q in np.unique(p.node_pool[slots]).tolist():
+                keep.update(slots[p.node_pool[slots] == q][: slot_candidates(self.max_candidates)].tolist())
             nodes = np.array(sorted(keep), dtype=np.int64)
         return nodes
 

@@ -32,7 +32,7 @@ from optsched.pareto.plot import plot_front
 from optsched.problem import compile_problem
 
 EIGHT = [list(range(8))]
-BIG = {"cpu": 192000, "memory": 2097152, "rdma_nics": 8}
+BIG: dict[str, float] = {"cpu": 192000, "memory": 2097152, "rdma_nics": 8}
 
 
 def small_cloud(per_pool: int = 2) -> Cluster:
@@ -40,7 +40,7 @@ def small_cloud(per_pool: int = 2) -> Cluster:
     groups = [NodeGroup(per_pool, "H100-SXM", 8, EIGHT, BIG, "reserved"),
               NodeGroup(per_pool, "H100-SXM", 8, EIGHT, BIG, "on-demand"),
               NodeGroup(per_pool, "A100-SXM", 8, EIGHT, BIG, "spot"),
-              NodeGroup(per_pool, "L40S", 4, [[0, 1], [2, 3]], {"cpu": 64000, "memory": 524288}, "l40s")]
+              NodeGroup(per_pool, "L40S", 4, [[0, 1], [2, 3]], {"cpu": 64000.0, "memory": 524288.0}, "l40s")]
     pools = [{"name": "reserved", "pricing": "reserved", "price_per_hour": 60.0},
              {"name": "on-demand", "pricing": "on_demand", "price_per_hour": 98.3},
              {"name": "spot", "pricing": "spot", "price_per_hour": 14.0, "interruption_rate_per_hour": 0.05},

@@ -167,3 +167,15 @@ def test_the_optimiser_takes_spot_only_where_price_plus_expected_loss_is_cheaper
     assert plan.solver.extra["model_terms"]["cost"] == pytest.approx(cost, abs=1e-3)
     risk = optsched.evaluate(c, q, plan).details["spot_risk"]
     assert risk == pytest.approx(8 * checkpoint_s / 2 / 3600 if node == "s0" else 0.0)
+
+
+def test_empty_on_demand_and_spot_nodes_are_reported_as_releasable() -> None:
+    """With only a-big on r0, on-demand o0 ($4/h) hosts nothing: 1 node, $4/h to release; the
+    empty reserved r1 is paid anyway (idle reserved $10/h), not releasable."""
+    c, q = _three_nodes()
+    plan = Plan(placements=[Placement(job="a-big", group="w", replica=0, node="r0", devices=list(range(8)))],
+                deferred=[{"job": "a-od", "reason": "capacity"}, {"job": "b-od", "reason": "capacity"}])
+    assert optsched.check(c, q, plan) == []
+    m = optsched.evaluate(c, q, plan)
+    assert (m.details["releasable_nodes"], m.details["releasable_cost"]) == (1.0, 4.0)
+    assert m.details["reserved_idle_cost"] == 10.0 and m.cost == 0.0

@@ -24,6 +24,8 @@ def test_example_terms(example: tuple[Cluster, Queue, Plan]) -> None:
     # nodes: on-demand a100-0 ($32/h) and spot a100-1 ($11/h) host work; reserved H100s are sunk
     assert m.details["node_cost"] == pytest.approx(43.0)
     assert m.details["reserved_idle_cost"] == 0.0
+    # every on-demand and spot node hosts work: nothing to release
+    assert m.details["releasable_nodes"] == 0.0 and m.details["releasable_cost"] == 0.0
     # spot risk: chat replica on spot, 0.05/h x 0.5 GPU x (3600/2 s) / 3600
     assert m.details["spot_risk"] == pytest.approx(0.05 * 0.5 * 0.5)
     # its priced loss: those GPU-hours at a100-1's $11/h over its 8 GPUs (chat's spot is `allowed`)

@@ -4,6 +4,9 @@
   - `node_cost`: on-demand and spot nodes that host work (kept or placed) at their pool price,
     plus every provisioned node at its pool price. Reserved nodes are paid whether used or not:
     they are sunk, and reported apart (`reserved_idle_cost`: $/h of reserved nodes left empty).
+    On-demand and spot nodes left empty are not counted: the platform can release them
+    (`releasable_nodes`, `releasable_cost` $/h); consolidating work onto fewer of them is what
+    lowers `node_cost`.
   - `spot_loss`: the expected interruption loss of the round's spot placements, priced: over
     placed replicas of `spot: allowed` jobs on spot nodes, the replica's lost GPU-hours per hour
     (below) x the node's $/GPU-hour (its price / its devices), i.e. what re-running the lost work
@@ -59,10 +62,13 @@ def spot_loss_per_replica(p: Problem, job: JobSpec, group: GroupSpec, node: int)
 
 
 def term(view: PlanView) -> dict[str, float]:
-    """`cost` (with its parts `node_cost` and `spot_loss`), `reserved_idle_cost` and `spot_risk`."""
+    """`cost` (with its parts `node_cost` and `spot_loss`), `reserved_idle_cost`, `spot_risk`, and the
+    healthy on-demand and spot nodes the plan leaves without work (`releasable_nodes`, their
+    `releasable_cost` $/h: what releasing them saves, not in `cost`)."""
     p = view.problem
     if not len(p.pool_names):
-        return {"cost": 0.0, "node_cost": 0.0, "spot_loss": 0.0, "reserved_idle_cost": 0.0, "spot_risk": 0.0}
+        return {"cost": 0.0, "node_cost": 0.0, "spot_loss": 0.0, "reserved_idle_cost": 0.0, "spot_risk": 0.0,
+                "releasable_nodes": 0.0, "releasable_cost": 0.0}
     hosting = _hosting(p, view.ledger.used, view.ledger.dev_used)
     real = ~p.node_provisioned
     has_pool = p.node_pool >= 0
@@ -71,13 +77,15 @@ def term(view: PlanView) -> dict[str, float]:
     cost = float(p.node_price[hosting & real & has_pool & ~reserved].sum())
     cost += sum(count * float(p.pool_price[pool]) for pool, count in view.provisioned.items())
     idle = float(p.node_price[~hosting & real & reserved].sum())
+    releasable = ~hosting & real & has_pool & ~reserved & p.node_healthy
     risk = loss = 0.0
     for rep in view.replicas:
         if p.node_spot[rep.node]:
             gpu_h, dollars = spot_loss_per_replica(p, rep.job, rep.job.groups[rep.group], rep.node)
             risk += gpu_h
             loss += dollars
-    return {"cost": cost + loss, "node_cost": cost, "spot_loss": loss, "reserved_idle_cost": idle, "spot_risk": risk}
+    return {"cost": cost + loss, "node_cost": cost, "spot_loss": loss, "reserved_idle_cost": idle, "spot_risk": risk,
+            "releasable_nodes": float(releasable.sum()), "releasable_cost": float(p.node_price[releasable].sum())}
 
 
 def _uses_something(group: GroupSpec) -> bool:

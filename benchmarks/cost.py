@@ -98,7 +98,8 @@ def cost_table(c: Cluster, loads: list[float], jobs: int, limit: float,
             new = sum(pr.count for pr in plan.provisioning)
             rows.append([f"{load:g}x", label, plan.solver.status, f"{m['admitted_value']:,.0f}",
                          f"{m['placed_gpus']:,.0f}", f"{m['cost']:,.1f}", f"{m['spot_loss']:,.2f}",
-                         f"{m['spot_risk']:.2f}", f"{m['reserved_idle_cost']:,.0f}", new, f"{wall:.1f}"])
+                         f"{m['spot_risk']:.2f}", f"{m['reserved_idle_cost']:,.0f}",
+                         f"{m['releasable_nodes']:,.0f} (${m['releasable_cost']:,.0f}/h)", new, f"{wall:.1f}"])
             point = (m["admitted_value"], m["cost"], new, m["spot_loss"])
             if load == 1.5:
                 points[label] = point
@@ -127,7 +128,7 @@ def equal_value_rows(by_load: dict[float, dict[str, Point]]) -> list[list[object
 
 
 HEADERS = ["load", "solver", "status", "admitted value", "GPUs placed", "$/h", "spot loss $/h", "spot risk",
-           "idle reserved $/h", "new nodes", "wall s"]
+           "idle reserved $/h", "releasable nodes", "new nodes", "wall s"]
 
 
 def main() -> None:
@@ -176,7 +177,8 @@ def main() -> None:
           "work, plus provisioned nodes, plus `spot loss $/h`: the expected interruption loss of placed "
           "replicas on spot nodes at the node's $/GPU-hour; reserved nodes are paid anyway: `idle reserved "
           "$/h` is what of them stays idle); `spot risk` = expected GPU-hours lost per hour to spot "
-          "interruptions (docs/metrics.md); `new nodes` = "
+          "interruptions (docs/metrics.md); `releasable nodes` = on-demand and spot nodes the plan leaves "
+          "without work (the platform can release them: their $/h is not in `$/h`); `new nodes` = "
           "provisioned; `status` = the solver's (optimal: proved).\n\n"
           "## Small cloud (8 nodes + 4 provisionable), 10 jobs\n\n"
           "Reserved H100 ($60/h), on-demand H100 ($98.3/h), spot A100 ($14/h), on-demand L40S ($7.3/h), 2 "

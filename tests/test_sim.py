@@ -216,3 +216,72 @@ def test_every_round_plan_passes_the_validator_independently() -> None:
 
     simulate(_cluster(nodes=2), [_job(i, 10.0 * i, 30.0, gpus=4) for i in range(6)], SimConfig(policy=policy))
     assert seen and all(seen)
+
+
+# ---------------------------------------------------------------------------- provisioning
+def _provisionable(max_nodes: int = 2, startup_s: float = 60.0, pricing: str = "on_demand",
+                   rate: float = 0.0) -> Cluster:
+    """One reserved 8-GPU node ($10/h) and a pool of up to `max_nodes` new 8-GPU nodes ($30/h)."""
+    doc = _cluster().model_dump()
+    doc["node_templates"] = {"t": {"capacity": {"cpu": 64000, "memory": 512000}, "devices": {"model": "A", "count": 8}}}
+    doc["pools"].append({"name": "new", "pricing": pricing, "price_per_hour": 30.0, "interruption_rate_per_hour": rate,
+                         "provisionable": {"template": "t", "domain": "l0", "max_nodes": max_nodes,
+                                           "startup_s": startup_s}})
+    return Cluster.model_validate(doc)
+
+
+def test_provisioned_nodes_start_late_are_paid_while_they_live_and_are_released_when_empty() -> None:
+    """Three 8-GPU jobs of 600 s at t=0 under karpenter: j0 on the reserved node, j1 and j2 on two
+    new nodes that start after 60 s (they finish at 660 s), paid $30/h each from 0 to 660 s, then
+    released (release_empty_s = 0). Total: $10/h x 660 s + 2 x $30/h x 660 s."""
+    trace = [_job(i, 0.0, 600.0) for i in range(3)]
+    res = simulate(_provisionable(), trace, SimConfig(policy="karpenter", check_invariants=True))
+    assert sorted(r.finish_s or 0.0 for r in res.jobs.values()) == [600.0, 660.0, 660.0]
+    assert sorted(r.first_start_s or 0.0 for r in res.jobs.values()) == [0.0, 60.0, 60.0]
+    assert res.end_s == 660.0 and res.cost() == pytest.approx((10.0 + 2 * 30.0) * 660 / 3600)
+    assert max(res.samples.healthy_gpus) == 24.0 and res.samples.healthy_gpus[-1] == 8.0
+
+
+def test_provisioning_stays_within_max_nodes_across_rounds() -> None:
+    """Five jobs arriving 100 s apart, each longer than the run of arrivals: with max_nodes 2
+    only two new nodes ever live at once (the invariant checks it after every event); the rest
+    wait for a node to free up; a node kept busy is not released between its jobs."""
+    trace = [_job(i, 100.0 * i, 1000.0) for i in range(5)]
+    res = simulate(_provisionable(max_nodes=2, startup_s=0.0), trace,
+                   SimConfig(policy="karpenter", check_invariants=True, release_empty_s=300.0))
+    assert res.states()["finished"] == 5
+    assert max(res.samples.healthy_gpus) == 24.0
+    starts = _starts(res)
+    assert starts[:3] == [0.0, 100.0, 200.0] and starts[3] >= 1000.0
+
+
+def test_a_reclaimed_provisioned_spot_node_is_gone_and_its_job_waits_again() -> None:
+    """A provisioned spot pool at 4 interruptions per hour: jobs on its nodes are evicted and
+    the node released; every job still ends, and the pool never holds more than max_nodes."""
+    trace = [_job(i, 0.0, 3600.0, checkpoint_interval_s=600.0) for i in range(3)]
+    config = SimConfig(policy="karpenter", check_invariants=True, seed=1)
+    res = simulate(_provisionable(pricing="spot", rate=4.0, startup_s=0.0), trace, config)
+    assert res.states()["finished"] == 3
+    assert any(r.evictions for r in res.jobs.values())
+    assert _fingerprint(simulate(_provisionable(pricing="spot", rate=4.0, startup_s=0.0), trace, config)) \
+        == _fingerprint(res)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(traces(), st.sampled_from(["karpenter", "cpsat"]), st.integers(0, 2))
+def test_invariants_hold_when_plans_provision(case: tuple[Cluster, list[TraceJob]], policy: str, seed: int) -> None:
+    """Generated traces on clusters with a provisionable pool (the template fits every drawn
+    GPU request): plans that create nodes pass the validator, nodes come and go, and
+    conservation, capacity, max_nodes and the $/h counter hold after every event."""
+    cluster, trace = case
+    leaf = next(d.id for d in cluster.topology.domains if d.level == "leaf")
+    doc = cluster.model_dump()
+    doc["node_templates"] = {"t": {"capacity": {"cpu": 128000, "memory": 1048576, "rdma_nics": 8},
+                                   "devices": {"model": "GPU-A", "count": 8}, "labels": {"zone": "a"}}}
+    doc["pools"].append({"name": "od", "pricing": "on_demand", "price_per_hour": 40.0,
+                         "provisionable": {"template": "t", "domain": leaf, "max_nodes": 2, "startup_s": 50.0}})
+    cluster = Cluster.model_validate(doc)
+    config = SimConfig(policy=policy, seed=seed, time_limit=0.5, node_failure_rate_per_hour=1.0, repair_s=200.0,
+                       check_invariants=True, objective=["admitted_value", "cost"] if policy == "cpsat" else None)
+    res = simulate(cluster, trace, config)
+    _conserved(res, trace)

@@ -29,7 +29,7 @@ import numpy as np
 
 from optsched.check import check_problem
 from optsched.errors import InputError, InputIssue
-from optsched.model.cluster import Cluster, Node, ReplicaPlacement, RunningJob
+from optsched.model.cluster import Cluster, Node, Pool, ReplicaPlacement, RunningJob
 from optsched.model.plan import Plan
 from optsched.model.queue import Job, Queue
 from optsched.model.references import validate_cluster, validate_queue
@@ -44,7 +44,7 @@ Policy = Callable[[Cluster, Queue], Plan]
 EPS = 1e-9
 
 # event kinds, in the order they are handled at equal times
-FINISH, DOWN, UP, ARRIVE, ROUND = range(5)
+FINISH, DOWN, UP, ARRIVE, ROUND, RELEASE = range(6)
 
 
 class PlanRejected(RuntimeError):
@@ -93,10 +93,14 @@ class SimConfig:
     """A job waiting longer than this (checked at rounds) gives up: `failed`."""
     horizon_s: float | None = None
     """Stop here; jobs still queued or running stay so in the result."""
+    release_empty_s: float = 0.0
+    """A provisioned node left without work is released after this long (Karpenter's
+    `consolidateAfter` for empty nodes); it is paid from its creation until its release."""
     check_plans: bool = True
     check_invariants: bool = False
-    """After every event time, assert the simulator's own invariants (`Simulator.invariants`;
-    for tests: it costs a pass over every running replica)."""
+    """After every event time, assert the simulator's own invariants (`Simulator.invariants`),
+    and validate every round's cluster and queue documents (for tests: it costs a pass over
+    every running replica)."""
 
 
 JobState = Literal["future", "queued", "running", "finished", "failed"]
@@ -268,6 +272,13 @@ class Simulator:
         self._price_if_busy: dict[str, float] = {}
         """$/h a node adds while it hosts work (non-reserved pools); reserved nodes are always paid."""
         self._cost = 0.0
+        self.provisioned: dict[str, Node] = {}
+        """Nodes the plans created (`<pool>-node-<k>`), until released."""
+        self._retired: set[str] = set()
+        """Ids of released provisioned nodes (never reused: a pending event may still name one)."""
+        self._created = 0
+        self._ready_at: dict[str, float] = {}
+        """Provisioned node -> when it is up (created + its pool's `startup_s`)."""
         for n in cluster.nodes:
             pool = self.pools.get(n.pool) if n.pool else None
             if pool is not None and pool.pricing == "reserved":
@@ -345,14 +356,22 @@ class Simulator:
                 rec = self.jobs[job_id]
                 rec.state, rec.finish_s, rec.remaining_s = "finished", self.now, 0.0
                 self._dirty = True
+        elif kind == RELEASE:
+            if key in self.provisioned and not self._jobs_on.get(key, 0) and self.up[key]:
+                self._release(key)
         elif kind == DOWN:
             why, node_id = key.split(":", 1)
+            if node_id not in self.nodes:  # a provisioned node released before its reclaim
+                return
             self.up[node_id] = False
             self._healthy -= self._gpus_of[node_id]
             for job_id in [j for j, r in self.running.items() if any(p.node == node_id for p in r.placements)]:
                 self._evict(job_id)
                 self._dirty = True  # the evicted job waits again (less capacity alone places nothing new)
             self._stop_background([r for r in self.background if any(p.node == node_id for p in r.placements)])
+            if node_id in self.provisioned:  # a provisioned node that is reclaimed or fails is gone
+                self._release(node_id)
+                return
             self._push(self.now + (self.config.spot_return_s if why == "spot" else self.config.repair_s), UP, node_id)
             self._ups += 1
         elif kind == UP:
@@ -408,7 +427,7 @@ class Simulator:
         run = self.running.pop(job_id)
         self._occupy(run.placements, -1)
         rec = self.jobs[job_id]
-        ran = self.now - run.started_s
+        ran = max(0.0, self.now - run.started_s)  # 0 while its new nodes were still starting
         interval = run.trace.job.checkpoint_interval_s
         saved = math.floor(ran / interval) * interval if interval > 0 else ran
         rec.remaining_s = max(rec.remaining_s - saved, 0.0) + self.config.restart_s
@@ -420,15 +439,66 @@ class Simulator:
     def current_cluster(self) -> Cluster:
         """The cluster as a round sees it now: health and running jobs (checkpoint ages)."""
         nodes: list[Node] = [n if n.healthy == self.up[n.id] else n.model_copy(update={"healthy": self.up[n.id]})
-                             for n in self.base.nodes]
+                             for n in [*self.base.nodes, *self.provisioned.values()]]
         running = list(self.background)
         for run in self.running.values():
             interval = run.trace.job.checkpoint_interval_s
-            ran = self.now - run.started_s
+            ran = max(0.0, self.now - run.started_s)
             running.append(RunningJob(job=run.trace.job, started_at=run.started_s,
                                       checkpoint_age_s=ran % interval if interval > 0 else 0.0,
                                       placements=run.placements))
-        return self.base.model_copy(update={"nodes": nodes, "running": running})
+        return self.base.model_copy(update={"nodes": nodes, "running": running, "pools": self._pools_left()})
+
+    def _pools_left(self) -> list[Pool]:
+        """The pools with `max_nodes` lowered by the nodes already provisioned and not released."""
+        live: dict[str, int] = {}
+        for n in self.provisioned.values():
+            live[n.pool or ""] = live.get(n.pool or "", 0) + 1
+        out = []
+        for pool in self.base.pools:
+            prov = pool.provisionable
+            if prov is not None and live.get(pool.name):
+                left = max(0, prov.max_nodes - live[pool.name])
+                pool = pool.model_copy(update={"provisionable": prov.model_copy(update={"max_nodes": left})})
+            out.append(pool)
+        return out
+
+    def _provision(self, plan: Plan) -> dict[str, str]:
+        """Create the plan's new nodes (its slots ``<pool>/new-<i>`` become ``<pool>-node-<k>``,
+        up after the pool's `startup_s`, paid from now); returns slot id -> node id."""
+        renamed: dict[str, str] = {}
+        for prov in plan.provisioning:
+            pool = self.pools[prov.pool]
+            spec = pool.provisionable
+            assert spec is not None  # the validator refuses provisioning of pools without a template
+            shape = self.base.node_templates[spec.template]
+            for i in range(prov.count):
+                node_id = f"{prov.pool}-node-{self._created}"  # '/' is reserved for slots
+                while node_id in self.nodes or node_id in self._retired:
+                    self._created += 1
+                    node_id = f"{prov.pool}-node-{self._created}"
+                self._created += 1
+                node = Node(**shape.model_dump(), id=node_id, domain=spec.domain, pool=prov.pool)
+                renamed[f"{prov.pool}/new-{i}"] = node_id
+                self.provisioned[node_id] = self.nodes[node_id] = node
+                self.up[node_id] = True
+                self._gpus_of[node_id] = node.devices.count if node.devices else 0
+                self._healthy += self._gpus_of[node_id]
+                self._cost += pool.price_per_hour
+                self._ready_at[node_id] = self.now + spec.startup_s
+                self._schedule_down(node_id, spec.startup_s)
+                self._push(self.now + self.config.release_empty_s, RELEASE, node_id)  # kept if work lands on it
+        return renamed
+
+    def _release(self, node_id: str) -> None:
+        """A provisioned node goes away: its $/h stops, its GPUs leave the cluster."""
+        node = self.provisioned.pop(node_id)
+        self._retired.add(node_id)
+        if self.up[node_id]:
+            self._healthy -= self._gpus_of[node_id]
+        self._cost -= self.pools[node.pool or ""].price_per_hour
+        for table in (self.nodes, self.up, self._gpus_of, self._ready_at, self._jobs_on):
+            table.pop(node_id, None)
 
     def current_queue(self) -> Queue:
         """The jobs waiting now, in arrival order."""
@@ -454,20 +524,24 @@ class Simulator:
                 self._evict(ev.job)
             else:  # a job of the initial cluster (the plan's check knows it is running)
                 self._stop_background([r for r in self.background if r.job.id == ev.job])
+        renamed = self._provision(plan)
         by_job: dict[str, list[ReplicaPlacement]] = {}
         for pl in plan.placements:
-            by_job.setdefault(pl.job, []).append(ReplicaPlacement(group=pl.group, replica=pl.replica, node=pl.node,
+            node = renamed.get(pl.node, pl.node)
+            by_job.setdefault(pl.job, []).append(ReplicaPlacement(group=pl.group, replica=pl.replica, node=node,
                                                                   devices=pl.devices, share=pl.share))
         for job_id, places in by_job.items():
             rec = self.jobs[job_id]
             rec.waited_s += self.now - self.queued.pop(job_id)
             rec.state = "running"
+            # replicas on new nodes wait for them to start: the job's work begins when all are up
+            begins = max([self.now, *(self._ready_at.get(pl.node, self.now) for pl in places)])
             if rec.first_start_s is None:
-                rec.first_start_s = self.now
+                rec.first_start_s = begins
             epoch = self._epoch[job_id] = self._epoch.get(job_id, 0) + 1
-            self.running[job_id] = _Running(self.trace[job_id], places, self.now, epoch)
+            self.running[job_id] = _Running(self.trace[job_id], places, begins, epoch)
             self._occupy(places, +1)
-            self._push(self.now + rec.remaining_s, FINISH, f"{job_id}@{epoch}")
+            self._push(begins + rec.remaining_s, FINISH, f"{job_id}@{epoch}")
         self.rounds.append(RoundRecord(self.now, len(queue.jobs), len(by_job), len(plan.evictions), wall,
                                        plan.solver.status, plan.objective.get("fragmentation", math.nan),
                                        plan.objective.get("fairness", math.nan)))
@@ -475,7 +549,8 @@ class Simulator:
     def _plan(self, cluster: Cluster, queue: Queue) -> Plan:
         """The policy's plan, refused (`PlanRejected`) if the validator finds a broken rule."""
         policy = self.config.policy
-        p = compile_problem(cluster, queue, validate=False)
+        # the round's documents are valid by construction; tests (check_invariants) re-validate them
+        p = compile_problem(cluster, queue, validate=self.config.check_invariants)
         if callable(policy):
             plan = policy(cluster, queue)
         else:
@@ -485,8 +560,6 @@ class Simulator:
             bad = check_problem(p, plan)
             if bad:
                 raise PlanRejected(self.now, [f"{v.rule}: {v.message}" for v in bad])
-        if plan.provisioning:
-            raise PlanRejected(self.now, ["the plan provisions nodes, which the simulator does not model yet"])
         placed = {pl.job for pl in plan.placements}
         unknown = placed - set(self.queued)
         if unknown:
@@ -517,8 +590,10 @@ class Simulator:
         every arrived job is in exactly one of queued, running, finished, failed, and the state
         counts agree; no replica sits on a node that is down, on a device the node lacks or that
         is unhealthy; per node the requests stay within capacity; per device the shares stay
-        within one GPU and a whole-GPU replica has its device alone; the incremental counters
-        (allocated GPUs, healthy GPUs) equal a recount."""
+        within one GPU and a whole-GPU replica has its device alone; no pool has more provisioned
+        nodes alive than its `max_nodes`; the incremental counters (allocated GPUs, healthy GPUs,
+        $/h: reserved nodes, other nodes while they host work, provisioned nodes while they live)
+        equal a recount."""
         out: list[str] = []
         for job_id, rec in self.jobs.items():
             where = [name for name, held in (("queued", job_id in self.queued), ("running", job_id in self.running))
@@ -548,6 +623,19 @@ class Simulator:
         alloc += sum(len(p.devices) * (p.share or 1.0) for r in self.background for p in r.placements)
         if abs(alloc - self._alloc) > 1e-6:
             out.append(f"allocated GPUs counter {self._alloc} != recount {alloc}")
+        for pool in self._pools_left():
+            live = sum(1 for n in self.provisioned.values() if n.pool == pool.name)
+            limit = self.pools[pool.name].provisionable
+            if live and (limit is None or live > limit.max_nodes):
+                out.append(f"pool {pool.name}: {live} provisioned nodes > max_nodes")
+        cost = 0.0
+        for n in self.base.nodes:
+            of = self.pools.get(n.pool or "")
+            if of is not None and (of.pricing == "reserved" or self._jobs_on.get(n.id, 0) > 0):
+                cost += of.price_per_hour
+        cost += sum(self.pools[n.pool or ""].price_per_hour for n in self.provisioned.values())
+        if abs(cost - self._cost) > 1e-6 * max(1.0, cost):
+            out.append(f"$/h counter {self._cost} != recount {cost}")
         healthy = sum(g for n, g in self._gpus_of.items() if self.up[n])
         if abs(healthy - self._healthy) > 1e-6:
             out.append(f"healthy GPUs counter {self._healthy} != recount {healthy}")
@@ -575,6 +663,8 @@ class Simulator:
             after = self._jobs_on[pl.node] = before + sign
             if (before == 0) != (after == 0):
                 self._cost += sign * self._price_if_busy.get(pl.node, 0.0)
+            if after == 0 and pl.node in self.provisioned:
+                self._push(self.now + self.config.release_empty_s, RELEASE, pl.node)
 
 
 def simulate(cluster: Cluster, trace: list[TraceJob], config: SimConfig | None = None) -> SimResult:

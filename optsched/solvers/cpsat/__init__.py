@@ -64,6 +64,14 @@ SECONDS_PER_CANDIDATE = 8e-5
 on dgx-h100-1k with 300 jobs; rounded up."""
 
 
+BUILD_MARGIN = 1.5
+"""A whole model is built only when the time left to 75% of the limit, after the baselines, is at
+least this many times its estimated build time; else the round goes to the neighbourhoods. On
+mixed-cloud-10k with 1,000 jobs and provisionable pools, the baselines (karpenter among them)
+took 4.6 s of a 10 s round, and building the model (2.8 s estimated) ran past 7.5 s: the round
+fell back (a profile beside benchmarks/results/cost.md)."""
+
+
 def candidate_cap(p: Problem) -> int:
     """Candidate nodes per group: 64 on small rounds, fewer as the queue grows (at least 8)."""
     groups = sum(len(j.groups) for j in p.jobs)
@@ -330,6 +338,10 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, time_limit: float, see
         extra["route"] = "eviction steps: the hint evicts and the objective has a tolerance"
     begin.guide(time_limit, 0.5 if whole_model else 0.9)
     fallback, fallback_terms, finish, may_go = begin.fallback, begin.fallback_terms, begin.finish, begin.may_go
+    build_left = start + 0.75 * time_limit - time.perf_counter()
+    if whole_model and neighbourhoods is None and build_left < BUILD_MARGIN * model_s:
+        whole_model = False  # the baselines left too little time to build the whole model: neighbourhoods
+        extra["route"] = f"neighbourhoods: the baselines left less than {BUILD_MARGIN:g} x the model's {model_s:.1f} s"
 
     if not whole_model:
         if start + 0.9 * time_limit - time.perf_counter() < 0.1 * time_limit:

@@ -170,6 +170,7 @@ def main() -> None:
         print(loc_rows[-1], flush=True)
         last = plan
     assert last is not None
+    sim_rows, sim_jobs = simulated_rows()
     advice = prewarm(c, q, last, node_budget_bytes=20 * GB, total_budget_bytes=2000 * GB, time_limit=30.0)
     top = [[a.node, a.layer, f"{a.bytes / 1e9:.0f}", f"{a.seconds_saved:.2f}"] for a in advice.pulls[:5]]
     write("cost", f"# Cost and locality\n\n{dt.date.today()}, {machine()}. Time limit {limit:g} s per solver; "
@@ -206,11 +207,64 @@ def main() -> None:
           "rates (10 Gbps registry, 100 Gbps P2P).\n\n"
           + table(["solver", "admitted value", "replicas", "pulled TB", "GB per replica", "s per replica",
                    "wall s"], loc_rows)
+          + "\n\n## A simulated day with burst nodes\n\n"
+          f"Philly's day 50 ({sim_jobs:,} jobs, `optsched.sim`) on the first 24 nodes of dgx-h100-1k (192 "
+          "reserved H100 GPUs, $60/h per node), rounds every 300 s; an on-demand pool of up to 8 more nodes "
+          "($98.32/h each, up 300 s after the plan that creates them, released after 600 s without work). "
+          "Run times come from the trace (docs/simulator.md). Delays and JCT in hours; `$` and `utilisation` "
+          "until the last arrival (the trace's long jobs run on for days after it); `new node-h` = "
+          "provisioned node-hours until the last arrival, and over the whole run.\n\n"
+          + table(["policy", "finished", "delay p50 h", "delay p95 h", "JCT p50 h", "utilisation %", "$",
+                   "new node-h (day)", "new node-h (run)", "ms per round", "wall s"], sim_rows)
           + "\n\n## Pre-warm advice after the last plan\n\n"
           f"For its {len(advice.upcoming_jobs)} deferred jobs, 20 GB per node and 2 TB in all: {len(advice.pulls)} "
           f"pulls, {advice.bytes / 1e12:.2f} TB; expected start-up seconds of their replicas "
           f"{advice.seconds_before:,.0f} -> {advice.seconds_after:,.0f} ({advice.status}, {advice.wall_s:.1f} s). "
           "First five:\n\n" + table(["node", "layer", "GB", "expected s saved"], top) + "\n")
+
+
+SIM_POLICIES: list[tuple[str, str, Any, float]] = [
+    ("best-fit (no new nodes)", "best-fit", None, 1.0),
+    ("karpenter", "karpenter", None, 1.0),
+    ("cpsat: value, then cost", "cpsat", ["admitted_value", "cost"], 0.5),
+]
+
+
+def burst_cluster(nodes: int = 24, burst: int = 8) -> Cluster:
+    """The first `nodes` DGX nodes of dgx-h100-1k (reserved, $60/h) and an on-demand pool of up
+    to `burst` more ($98.32/h, up 300 s after the plan that creates them)."""
+    c = load_cluster(MODELS_DIR / "clusters" / "dgx-h100-1k.yaml")
+    doc = c.model_copy(update={"nodes": c.nodes[:nodes]}).model_dump()
+    first = doc["nodes"][0]
+    doc["node_templates"] = {"dgx": {k: first[k] for k in ("capacity", "devices", "interconnect")}}
+    doc["pools"].append({"name": "h100-burst", "pricing": "on_demand", "price_per_hour": 98.32,
+                         "provisionable": {"template": "dgx", "domain": first["domain"], "max_nodes": burst,
+                                           "startup_s": 300}})
+    return Cluster.model_validate(doc)
+
+
+def simulated_rows() -> tuple[list[list[object]], int]:
+    """One day of Philly arrivals (day 50) through rounds every 300 s on `burst_cluster()`."""
+    from optsched.bench.kinds import data_dir
+    from optsched.sim import Rounds, SimConfig, read_philly, simulate
+
+    cluster = burst_cluster()
+    day = 86400.0
+    trace = read_philly(data_dir() / "pollux-osdi21" / "traces" / "philly.csv").window(50 * day, 51 * day)
+    last = max(t.arrival_s for t in trace.jobs)
+    rows: list[list[object]] = []
+    for label, policy, objective, limit in SIM_POLICIES:
+        t0 = time.perf_counter()
+        res = simulate(cluster, trace.jobs, SimConfig(policy=policy, objective=objective, time_limit=limit,
+                                                      rounds=Rounds("seconds", 300), release_empty_s=600))
+        s = res.summary()
+        rows.append([label, f"{s['jobs_finished']:,.0f}", f"{s['queue_delay_p50_s'] / 3600:.2f}",
+                     f"{s['queue_delay_p95_s'] / 3600:.2f}", f"{s['jct_p50_s'] / 3600:.2f}",
+                     f"{100 * res.utilisation(0.0, last):.1f}", f"{res.cost(0.0, last):,.0f}",
+                     f"{res.provisioned_node_hours(0.0, last):,.1f}", f"{res.provisioned_node_hours():,.1f}",
+                     f"{1000 * s['round_wall_mean_s']:.0f}", f"{time.perf_counter() - t0:.0f}"])
+        print(rows[-1], flush=True)
+    return rows, len(trace.jobs)
 
 
 def plot(front: np.ndarray, points: dict[str, Point], path: Path) -> None:

@@ -239,6 +239,8 @@ def test_provisioned_nodes_start_late_are_paid_while_they_live_and_are_released_
     assert sorted(r.finish_s or 0.0 for r in res.jobs.values()) == [600.0, 660.0, 660.0]
     assert sorted(r.first_start_s or 0.0 for r in res.jobs.values()) == [0.0, 60.0, 60.0]
     assert res.end_s == 660.0 and res.cost() == pytest.approx((10.0 + 2 * 30.0) * 660 / 3600)
+    assert res.provisioned_node_hours() == pytest.approx(2 * 660 / 3600)
+    assert res.cost(0.0, 600.0) == pytest.approx((10.0 + 2 * 30.0) * 600 / 3600)
     assert max(res.samples.healthy_gpus) == 24.0 and res.samples.healthy_gpus[-1] == 8.0
 
 

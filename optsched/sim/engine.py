@@ -162,7 +162,9 @@ class Samples:
     queued: list[int] = field(default_factory=list)
     running: list[int] = field(default_factory=list)
     cost_per_hour: list[float] = field(default_factory=list)
-    """$/h paid: every reserved node, plus the non-reserved nodes hosting work."""
+    """$/h paid: every reserved node, the non-reserved nodes hosting work, the provisioned nodes."""
+    provisioned_nodes: list[int] = field(default_factory=list)
+    """Provisioned nodes alive (created by plans and not released yet)."""
 
 
 @dataclass
@@ -194,21 +196,29 @@ class SimResult:
 
     def utilisation(self, start_s: float = 0.0, end_s: float | None = None) -> float:
         """Allocated GPU-seconds / healthy GPU-seconds over [start_s, end_s] (default: the run)."""
+        healthy = self._integral(self.samples.healthy_gpus, start_s, end_s)
+        return self._integral(self.samples.allocated_gpus, start_s, end_s) / healthy if healthy > 0 else 0.0
+
+    def _integral(self, values: list[float] | list[int], start_s: float, end_s: float | None) -> float:
+        """The step function `values` (held from each sample to the next) integrated over
+        [start_s, end_s] (default: to the end of the run), in value-seconds."""
         end = self.end_s if end_s is None else min(end_s, self.end_s)
         t = np.clip(np.array([*self.samples.time_s, self.end_s]), start_s, end)
-        dt = np.diff(t)
-        healthy = float(np.dot(dt, self.samples.healthy_gpus)) if len(dt) else 0.0
-        return float(np.dot(dt, self.samples.allocated_gpus)) / healthy if healthy > 0 else 0.0
+        return float(np.dot(np.diff(t), values)) if len(t) > 1 else 0.0
 
-    def cost(self) -> float:
-        """$ paid over the run (the $/h samples integrated)."""
-        t = np.array([*self.samples.time_s, self.end_s])
-        return float(np.dot(np.diff(t), self.samples.cost_per_hour)) / 3600 if len(t) > 1 else 0.0
+    def cost(self, start_s: float = 0.0, end_s: float | None = None) -> float:
+        """$ paid over [start_s, end_s] (default: the run): the $/h samples integrated."""
+        return self._integral(self.samples.cost_per_hour, start_s, end_s) / 3600
+
+    def provisioned_node_hours(self, start_s: float = 0.0, end_s: float | None = None) -> float:
+        """Node-hours of provisioned nodes over [start_s, end_s] (default: the run)."""
+        return self._integral(self.samples.provisioned_nodes, start_s, end_s) / 3600
 
     def summary(self) -> dict[str, float]:
         """Headline numbers: job counts, JCT and queue delay percentiles (s), utilisation (over the
         run, and until the last arrival: `utilisation_arrivals`),
-        evictions, lost GPU-hours, cost ($), rounds and their mean and max wall time (s)."""
+        evictions, lost GPU-hours, cost ($, over the run and until the last arrival:
+        `cost_arrivals_usd`), provisioned node-hours, rounds and their mean and max wall time (s)."""
         done = [r for r in self.jobs.values() if r.jct_s is not None]
         jct = np.array([r.jct_s for r in done], dtype=float)
         delay = np.array([r.queue_delay_s for r in self.jobs.values() if r.queue_delay_s is not None], dtype=float)
@@ -225,6 +235,8 @@ class SimResult:
         out["lost_gpu_hours"] = float(sum(r.lost_gpu_hours for r in self.jobs.values()))
         out["background_stopped"] = float(self.background_stopped)
         out["cost_usd"] = self.cost()
+        out["cost_arrivals_usd"] = self.cost(0.0, last_arrival)
+        out["provisioned_node_hours"] = self.provisioned_node_hours()
         out["rounds"] = float(len(self.rounds))
         out["round_wall_mean_s"] = float(walls.mean()) if len(walls) else 0.0
         out["round_wall_max_s"] = float(walls.max()) if len(walls) else 0.0
@@ -644,9 +656,9 @@ class Simulator:
     def _sample(self) -> None:
         """Record the state when it differs from the last record (the values hold until the next)."""
         s = self.samples
-        row = (self._alloc, self._healthy, len(self.queued), len(self.running), self._cost)
+        row = (self._alloc, self._healthy, len(self.queued), len(self.running), self._cost, len(self.provisioned))
         if s.time_s and row == (s.allocated_gpus[-1], s.healthy_gpus[-1], s.queued[-1], s.running[-1],
-                                s.cost_per_hour[-1]):
+                                s.cost_per_hour[-1], s.provisioned_nodes[-1]):
             return
         s.time_s.append(self.now)
         s.allocated_gpus.append(row[0])
@@ -654,6 +666,7 @@ class Simulator:
         s.queued.append(row[2])
         s.running.append(row[3])
         s.cost_per_hour.append(row[4])
+        s.provisioned_nodes.append(row[5])
 
     def _occupy(self, placements: list[ReplicaPlacement], sign: int) -> None:
         """Count a job's placements in (+1) or out (-1) of the allocated GPUs and the paid nodes."""

@@ -4,7 +4,7 @@ Units (see docs/metrics.md):
 - admitted_value: priority-weighted GPU-equivalents x device speed (higher is better)
 - disruption: GPU-hours lost by evictions
 - topology: domains spanned beyond the fewest possible, summed over jobs and levels
-- cost: $/h of non-reserved nodes hosting work plus provisioned nodes
+- cost: $/h of non-reserved nodes hosting work plus provisioned nodes, plus the expected spot interruption loss
 - locality: seconds of image pulls and dataset reads
 - fragmentation: expected free GPUs the workload mix cannot use (FGD)
 - fairness: summed deviation of dominant shares from weighted fair shares (fraction of cluster)

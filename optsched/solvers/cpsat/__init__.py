@@ -41,7 +41,7 @@ ENCODINGS: tuple[tuple[str, Callable[[CpsatRound], None]], ...] = (
     ("quota", quota.cpsat),  # nominal, borrowing, lending
     ("fairness", quota.fairness_cpsat),  # weighted DRF deviation (when the objective names it)
     ("provisioning", cost.provisioning_cpsat),  # which provisioning slots are created, in order
-    ("cost", cost.cpsat),  # $/h of non-reserved nodes hosting work (when the objective names it)
+    ("cost", cost.cpsat),  # $/h: nodes hosting work, new nodes, spot loss (when the objective names it)
     ("locality", locality.cpsat),  # image pull and dataset read seconds (when the objective names it)
     ("preemption", preemption.cpsat),  # which evictable running jobs go, why, and the work lost
     ("value", value.cpsat),  # admitted value and queue delay terms

@@ -167,7 +167,8 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, time_limit
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=start + part * time_limit,
                                  until=start + 0.85 * time_limit)
     grown: Plan | None = None
-    if hint is None and p.pool_max_nodes.sum() > 0:
+    if hint is None and p.pool_max_nodes.sum() > 0 \
+            and time.perf_counter() + 2 * GREEDY_SECONDS_PER_JOB * len(p.jobs) < start + share * time_limit:
         # nodes may be provisioned: the karpenter plan (best-fit, then the cheapest pool per
         # pending job) is a candidate, so that a model that cannot be built whole starts from it
         from optsched.solvers.karpenter import solve_karpenter

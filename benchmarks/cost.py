@@ -47,7 +47,8 @@ COST_SOLVERS: list[tuple[str, str, Any]] = [
 ]
 FRONT_SECONDS = 300.0
 """The exact front's time limit: with the priced spot loss in `cost`, plans a few cents apart are
-distinct points, and the 1.5x front has 69 of them (244 s to complete here; 60 s found 11)."""
+distinct points, and the 1.5x front has 69 of them (220 s to complete, benchmarks/results/cost.md;
+a 60 s limit found 11, a profile)."""
 
 LOCALITY_SOLVERS: list[tuple[str, str, Any]] = [
     ("best-fit", "best-fit", None),

@@ -76,16 +76,12 @@ def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_l
         from optsched.pareto import solve_nsga2  # lazy: pymoo loads only when asked for
 
         return solve_nsga2(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
-    if solver == "kueue":
+    if solver in ("kueue", "karpenter"):
+        from optsched.solvers.karpenter import solve_karpenter
         from optsched.solvers.kueue import solve_kueue
 
-        plan = solve_kueue(p, time_limit=max(0.0, end - time.perf_counter()), seed=seed)
-        stats = plan.solver.model_copy(update={"wall_s": time.perf_counter() - start})
-        return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
-    if solver == "karpenter":
-        from optsched.solvers.karpenter import solve_karpenter
-
-        plan = solve_karpenter(p, time_limit=max(0.0, end - time.perf_counter()), seed=seed)
+        baseline = solve_kueue if solver == "kueue" else solve_karpenter
+        plan = baseline(p, time_limit=max(0.0, end - time.perf_counter()), seed=seed)
         stats = plan.solver.model_copy(update={"wall_s": time.perf_counter() - start})
         return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
     names = GREEDY_ORDER if solver == "greedy" else (solver,)

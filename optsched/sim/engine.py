@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -286,9 +287,9 @@ class Simulator:
         self._cost = 0.0
         self.provisioned: dict[str, Node] = {}
         """Nodes the plans created (`<pool>-node-<k>`), until released."""
-        self._retired: set[str] = set()
-        """Ids of released provisioned nodes (never reused: a pending event may still name one)."""
         self._created = 0
+        """Provisioned nodes ever created: k of the next one (ids are never reused, so an event
+        pending for a released node finds nothing)."""
         self._ready_at: dict[str, float] = {}
         """Provisioned node -> when it is up (created + its pool's `startup_s`)."""
         for n in cluster.nodes:
@@ -369,7 +370,7 @@ class Simulator:
                 rec.state, rec.finish_s, rec.remaining_s = "finished", self.now, 0.0
                 self._dirty = True
         elif kind == RELEASE:
-            if key in self.provisioned and not self._jobs_on.get(key, 0) and self.up[key]:
+            if key in self.provisioned and not self._jobs_on.get(key, 0):  # (a down one is gone already)
                 self._release(key)
         elif kind == DOWN:
             why, node_id = key.split(":", 1)
@@ -461,11 +462,13 @@ class Simulator:
                                       placements=run.placements))
         return self.base.model_copy(update={"nodes": nodes, "running": running, "pools": self._pools_left()})
 
+    def _live_per_pool(self) -> Counter[str]:
+        """Provisioned nodes alive, per pool."""
+        return Counter(n.pool or "" for n in self.provisioned.values())
+
     def _pools_left(self) -> list[Pool]:
         """The pools with `max_nodes` lowered by the nodes already provisioned and not released."""
-        live: dict[str, int] = {}
-        for n in self.provisioned.values():
-            live[n.pool or ""] = live.get(n.pool or "", 0) + 1
+        live = self._live_per_pool()
         out = []
         for pool in self.base.pools:
             prov = pool.provisionable
@@ -486,7 +489,7 @@ class Simulator:
             shape = self.base.node_templates[spec.template]
             for i in range(prov.count):
                 node_id = f"{prov.pool}-node-{self._created}"  # '/' is reserved for slots
-                while node_id in self.nodes or node_id in self._retired:
+                while node_id in self.nodes:  # a node of the initial cluster with that name
                     self._created += 1
                     node_id = f"{prov.pool}-node-{self._created}"
                 self._created += 1
@@ -505,7 +508,6 @@ class Simulator:
     def _release(self, node_id: str) -> None:
         """A provisioned node goes away: its $/h stops, its GPUs leave the cluster."""
         node = self.provisioned.pop(node_id)
-        self._retired.add(node_id)
         if self.up[node_id]:
             self._healthy -= self._gpus_of[node_id]
         self._cost -= self.pools[node.pool or ""].price_per_hour
@@ -635,11 +637,10 @@ class Simulator:
         alloc += sum(len(p.devices) * (p.share or 1.0) for r in self.background for p in r.placements)
         if abs(alloc - self._alloc) > 1e-6:
             out.append(f"allocated GPUs counter {self._alloc} != recount {alloc}")
-        for pool in self._pools_left():
-            live = sum(1 for n in self.provisioned.values() if n.pool == pool.name)
-            limit = self.pools[pool.name].provisionable
-            if live and (limit is None or live > limit.max_nodes):
-                out.append(f"pool {pool.name}: {live} provisioned nodes > max_nodes")
+        for name, live in self._live_per_pool().items():
+            limit = self.pools[name].provisionable
+            if limit is None or live > limit.max_nodes:
+                out.append(f"pool {name}: {live} provisioned nodes > max_nodes")
         cost = 0.0
         for n in self.base.nodes:
             of = self.pools.get(n.pool or "")

@@ -79,10 +79,9 @@ def main() -> None:
                         bound = gap = "-"
                     ratio = m.admitted_value / max(best.admitted_value, 1e-9)
                     summary.setdefault((name, limit), []).append((ratio, st.gap, wall, st.status))
-                    note = st.extra.get("reason", "")
-                    if "neighbourhoods" in st.extra:
-                        steps = len(st.extra["neighbourhoods"])
-                        note = f"{steps} neighbourhoods, {st.extra.get('improved', 0)} improved"
+                    note = st.reason or ""
+                    if st.route is not None and st.route != "whole model":
+                        note = f"{len(st.steps)} neighbourhoods, {st.improved} improved"
                     rows.append([seed, load, limit, round(wall, 3), st.status, ok, round(m.admitted_value, 1),
                                  bound, gap, f"{best_name} {best.admitted_value:,.1f}",
                                  f"{ratio:.4f}",

@@ -17,13 +17,17 @@ from ortools.sat.python import cp_model
 
 from benchmarks.common import machine, table, write
 from optsched import load_cluster
+from optsched.budget import candidate_cap
 from optsched.generate import MODELS_DIR, generate_queue
 from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
 from optsched.objective import Objective
 from optsched.problem import compile_problem
-from optsched.solvers.cpsat import ENCODINGS, _hint, _objective, _weights, candidate_cap, complete_hint, solve_cpsat
-from optsched.solvers.cpsat.variables import CpsatRound
+from optsched.roundmodel.build import ENCODINGS
+from optsched.roundmodel.hint import apply_hint, complete_hint
+from optsched.roundmodel.variables import RoundModel
+from optsched.roundmodel.weights import objective_expression, objective_weights
+from optsched.solvers.cpsat import solve_cpsat
 from optsched.solvers.greedy import solve_greedy
 
 
@@ -37,14 +41,14 @@ def main() -> None:
 
     cap = candidate_cap(p)
     start = time.perf_counter()
-    r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), max_candidates=cap, hint=hint)
+    r = RoundModel(p, Ledger.with_running(p), list(p.jobs), max_candidates=cap, hint=hint)
     r.build_variables()
     for _, encode in ENCODINGS:
         encode(r)
-    weights, _ = _weights(r, Objective.parse(None))
-    r.model.maximize(_objective(r, weights))
+    weights, _ = objective_weights(r, Objective.parse(None))
+    r.model.maximize(objective_expression(r, weights))
     built = time.perf_counter() - start
-    _hint(r, complete_hint(r, 10.0, 0)[1] or [])
+    apply_hint(r, complete_hint(r, 10.0, 0)[1] or [])
     completed = time.perf_counter() - start - built
     pairs = cap * sum(len(j.groups) for j in p.jobs)
     build_rows = [[cap, pairs, len(r.model.proto.variables), round(built, 3), round(completed, 3),
@@ -68,7 +72,7 @@ def main() -> None:
     for cap in (8, 16, 32):
         start = time.perf_counter()
         plan = solve_cpsat(p, time_limit=10.0, max_candidates=cap, hint=hint)
-        cap_rows.append([cap, plan.solver.extra.get("variables", "-"), plan.solver.status,
+        cap_rows.append([cap, (plan.solver.model.variables if plan.solver.model else None) or "-", plan.solver.status,
                          round(time.perf_counter() - start, 2), round(plan.objective["admitted_value"], 1),
                          round(greedy_value, 1)])
         print(cap_rows[-1], flush=True)

@@ -50,8 +50,7 @@ def main() -> None:
         wall = time.perf_counter() - start
         value = evaluate_problem(p, plan).admitted_value
         st = plan.solver
-        steps = st.extra.get("neighbourhoods", [])
-        note = f"{len(steps)} neighbourhoods, {st.extra.get('improved', 0)} improved; " + st.extra.get("reason", "")
+        note = f"{len(st.steps)} neighbourhoods, {st.improved} improved; " + (st.reason or "")
         rows.append([f"cpsat, {limit:g} s", round(wall, 2), st.status, len(check_problem(p, plan)), round(value, 1),
                      "-" if st.gap is None else f"{100 * st.gap:.2f}%", note])
         print(rows[-1], flush=True)

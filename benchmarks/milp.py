@@ -46,10 +46,11 @@ BACKENDS = {"cpsat": solve_cpsat, "milp": solve_milp}
 
 def _times(plan: Plan, lp: float | None) -> tuple[str, str]:
     """(first model solution s, s to 1% gap) from the solver's trace (module docstring)."""
-    trace = plan.solver.extra.get("trace") or []
+    model = plan.solver.model
+    trace = [] if model is None else model.trace
     if not trace:
         return "-", "-"
-    exact = not plan.solver.extra.get("truncated_groups")
+    exact = model is not None and not model.truncated_groups
     to_1 = "-"
     for t, value, bound in trace:
         bounds = [b for b in (lp, bound if exact else None) if b is not None and b != float("inf")]
@@ -67,12 +68,12 @@ def run(p: Problem, name: str, limit: float, seed: int, lp: float | None) -> dic
     assert not check_problem(p, plan), f"{name} returned an invalid plan"
     st = plan.solver
     first, to_1 = _times(plan, lp)
-    note = str(st.extra.get("reason", st.extra.get("tie", "")))[:60]
-    if name == "milp" and "levels" in st.extra:
-        note = f"{st.extra['levels_solved']}/{st.extra['levels']} levels; {st.extra.get('highs_status', '')}; " + note
+    note = str(st.reason or (st.model.tie if st.model else None) or "")[:60]
+    if name == "milp" and st.milp is not None and st.milp.levels is not None:
+        note = f"{st.milp.levels_solved}/{st.milp.levels} levels; {st.milp.highs_status or ''}; " + note
     return {"value": evaluate_problem(p, plan).admitted_value, "status": st.status, "wall": wall, "first": first,
             "to1": to_1, "gap": "-" if st.gap is None else f"{100 * st.gap:.2f}%", "note": note,
-            "size": f"{st.extra.get('columns', st.extra.get('variables', '-'))}"}
+            "size": f"{(st.milp.columns if st.milp else None) or (st.model.variables if st.model else None) or '-'}"}
 
 
 def compare(name: str, jobs: int, seeds: list[int], limits: list[float]) -> tuple[list[list[Any]], list[Any]]:

@@ -7,7 +7,7 @@ reported the same way for all of them: ``gap = (bound - admitted value) / bound`
 aggregate LP relaxation of `optsched.solvers.bound` (docs/formulation.md, "Value bound") solved by
 HiGHS, with every running job that some queued job may evict treated as gone (a plan may evict
 them, so the bound must not count their devices as taken). When the whole round model is cheap to
-build (`EXACT_SHARE`), or when asked (`exact=True`), HiGHS also bounds the round model itself
+build (`optsched.budget.EXACT_BOUND_SHARE`), or when asked (`exact=True`), HiGHS also bounds the round model itself
 (`optsched.solvers.milp.model_bound`: every eligible node a candidate, every evictable job free
 to go), and the tighter of the two is returned. Both hold for plans on existing nodes: a plan
 that provisions nodes (`karpenter`, or `cpsat`/`milp` where pools are provisionable) may admit
@@ -20,6 +20,7 @@ import time
 
 from pydantic import BaseModel, ConfigDict
 
+from optsched.budget import EXACT_BOUND_SHARE, estimate_build_s
 from optsched.errors import InputError, InputIssue
 from optsched.model.cluster import Cluster
 from optsched.model.queue import Queue
@@ -65,14 +66,12 @@ def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float
         raise InputError([InputIssue("objective", "no_bound",
                                      "a bound exists for admitted_value only: use it alone or first in a "
                                      f"lexicographic order (got {objective!r})")])
-    from optsched.solvers.cpsat import SECONDS_PER_CANDIDATE  # lazy: OR-Tools loads only when asked for
-
     start = time.perf_counter()
     got = value_bound(p, relaxed_base(p), time_limit=time_limit)
     value, method, model_status = got.value, "lp-aggregate", None
     left = start + time_limit - time.perf_counter()
-    build_s = SECONDS_PER_CANDIDATE * p.n_nodes * sum(len(j.groups) for j in p.jobs)
-    if exact or (exact is None and build_s <= EXACT_SHARE * left):
+    build_s = estimate_build_s(p, p.n_nodes, provision=False)  # every eligible node a candidate
+    if exact or (exact is None and build_s <= EXACT_BOUND_SHARE * left):
         from optsched.solvers.milp import model_bound  # lazy: HiGHS's MILP only when it runs
 
         tight, model_status = model_bound(p, left)
@@ -80,11 +79,6 @@ def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float
             value, method = tight, "milp-round"
     return Bound(term=first, value=value, method=method, status=got.status, seconds=time.perf_counter() - start,
                  lp_value=got.value, model_status=model_status)
-
-
-EXACT_SHARE = 0.3
-"""The round model is bounded too when building it with every eligible node as a candidate is
-estimated (`SECONDS_PER_CANDIDATE` per group and node) at most this share of the time left."""
 
 
 def bound(cluster: Cluster, queue: Queue, *, objective: ObjectiveSpec = None, time_limit: float = 10.0,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem, RunningPlacement
+from optsched.problem import BArray, Derived, FArray, GroupSpec, IArray, JobSpec, Problem, RunningPlacement
 
 EPS = 1e-9
 
@@ -70,20 +70,33 @@ class _RunningDelta:
 
 
 def _running_delta(p: Problem, job: JobSpec) -> _RunningDelta:
-    key = ("running_delta", job.id)
-    cached = p._cache.get(key)
-    if cached is None:
-        nodes = np.array([pl.node for pl in job.placements], dtype=np.int64)
-        req = np.stack([job.groups[pl.group].req for pl in job.placements]) if job.placements \
-            else np.zeros((0, len(p.resources)))
-        devices = np.array([d for pl in job.placements for d in pl.devices], dtype=np.int64)
-        shares = np.array([pl.share for pl in job.placements for _ in pl.devices], dtype=float)
-        quota = np.zeros(len(p.flavors))
-        for pl in job.placements:
-            quota += flavor_use(p, job.groups[pl.group], pl.node)
-        cached = p._cache[key] = _RunningDelta(nodes, req, devices, shares, quota, crossed_domains(p, nodes))
-    delta: _RunningDelta = cached
-    return delta
+    nodes = np.array([pl.node for pl in job.placements], dtype=np.int64)
+    req = np.stack([job.groups[pl.group].req for pl in job.placements]) if job.placements \
+        else np.zeros((0, len(p.resources)))
+    devices = np.array([d for pl in job.placements for d in pl.devices], dtype=np.int64)
+    shares = np.array([pl.share for pl in job.placements for _ in pl.devices], dtype=float)
+    quota = np.zeros(len(p.flavors))
+    for pl in job.placements:
+        quota += flavor_use(p, job.groups[pl.group], pl.node)
+    return _RunningDelta(nodes, req, devices, shares, quota, crossed_domains(p, nodes))
+
+
+RUNNING_DELTA: Derived[_RunningDelta] = Derived("ledger.running_delta", _running_delta,
+                                                key=lambda p, job: job.id)
+"""What a running job adds to a ledger."""
+
+
+def _running_ledger(p: Problem) -> Ledger:
+    base = Ledger(p)
+    base.add_many([(j, j.groups[pl.group], pl.node, pl.devices, pl.share) for j in p.running for pl in j.placements])
+    for j in p.running:
+        nodes = np.array([pl.node for pl in j.placements], dtype=np.int64)
+        base.add_uplink(crossed_domains(p, nodes), j.bandwidth)
+    return base
+
+
+RUNNING_LEDGER: Derived[Ledger] = Derived("ledger.running", _running_ledger)
+"""Every running job where it sits (never handed out: `Ledger.with_running` copies it)."""
 
 
 class Ledger:
@@ -178,18 +191,7 @@ class Ledger:
     @classmethod
     def with_running(cls, problem: Problem) -> Ledger:
         """A ledger holding every running job where it sits (built once per problem, then copied)."""
-        key = ("running_ledger",)
-        base = problem._cache.get(key)
-        if base is None:
-            base = cls(problem)
-            base.add_many([(j, j.groups[pl.group], pl.node, pl.devices, pl.share)
-                           for j in problem.running for pl in j.placements])
-            for j in problem.running:
-                nodes = np.array([pl.node for pl in j.placements], dtype=np.int64)
-                base.add_uplink(crossed_domains(problem, nodes), j.bandwidth)
-            problem._cache[key] = base
-        out: Ledger = base.copy()
-        return out
+        return problem.derived(RUNNING_LEDGER).copy()
 
     def add_running(self, job: JobSpec, sign: float = 1.0) -> None:
         """Account (or release) a running job where it sits, uplinks included."""
@@ -201,7 +203,7 @@ class Ledger:
         by the hundred; one at a time, that was most of its time in a profile)."""
         if not jobs:
             return
-        parts = [_running_delta(self.problem, j) for j in jobs]
+        parts = [self.problem.derived(RUNNING_DELTA, j) for j in jobs]
         nodes = np.concatenate([d.nodes for d in parts])
         np.add.at(self.used, nodes, sign * np.concatenate([d.req for d in parts]))
         devs = np.concatenate([d.devices for d in parts])

@@ -20,9 +20,10 @@ Indexing
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +42,26 @@ CPU_PER_GPU_EQUIVALENT = 32_000.0
 """Millicores counted as one GPU-equivalent when valuing CPU-only replicas (32 cores)."""
 ELASTIC_WEIGHT = 0.5
 """Value of an elastic replica (beyond `min`) relative to a minimum replica."""
+
+
+T = TypeVar("T")
+
+
+class Derived(Generic[T]):
+    """A named quantity derived from a compiled problem alone (a mask, a table, a per-node
+    array), owned by the module that declares it: ``LABEL_MASK = Derived("eligibility.label_mask",
+    compute)``, read with ``p.derived(LABEL_MASK, key, value)``. The problem computes it once per
+    argument tuple and keeps it; `compute(problem, *args)` must not mutate anything. `key`
+    (optional) maps the arguments to what the value depends on, where they are not hashable
+    themselves or several of them give one value (a group's eligibility depends on its shape)."""
+
+    def __init__(self, name: str, compute: Callable[..., T], key: Callable[..., Hashable] | None = None) -> None:
+        self.name = name
+        self.compute = compute
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"Derived({self.name!r})"
 
 
 def priority_weight(priority: int) -> float:
@@ -188,7 +209,18 @@ class Problem:
     running_index: dict[str, int]
     node_shapes: tuple[NodeShape, ...] = ()
     """Per node: the document object it was built from (a Node, or a template for slots)."""
-    _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    _derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Values derived from the problem alone, by `Derived` key (see `derived`)."""
+
+    def derived(self, spec: Derived[T], *args: Any) -> T:
+        """`spec`'s value for this problem and `args`, computed on first use and kept for the
+        problem's life (the problem never changes, so neither does the value)."""
+        key = (spec, *args) if spec.key is None else (spec, spec.key(self, *args))
+        try:
+            value: T = self._derived[key]
+        except KeyError:
+            value = self._derived[key] = spec.compute(self, *args)
+        return value
 
     @property
     def n_nodes(self) -> int:

@@ -1,8 +1,9 @@
-"""`solve(cluster, queue) -> Plan`: the one pure call every back end sits behind.
+"""`solve(cluster, queue) -> Plan`: the one pure call every solver sits behind.
 
 No I/O and no global state: the inputs are validated (an `InputError` lists every problem), the
-round is compiled once, the chosen solver runs within `time_limit`, and the returned plan carries
-its objective terms as `optsched.metrics` computes them.
+round is compiled once, the chosen solver (looked up in `optsched.solvers.registry`) runs within
+`time_limit`, and the returned plan carries its objective terms as `optsched.metrics` computes
+them.
 """
 
 from __future__ import annotations
@@ -11,109 +12,50 @@ import time
 
 from optsched.errors import InputError, InputIssue
 from optsched.latency import gc_paused
-from optsched.metrics import evaluate_problem
 from optsched.model.cluster import Cluster
 from optsched.model.plan import Plan
 from optsched.model.queue import Queue
 from optsched.objective import Objective, ObjectiveSpec
 from optsched.problem import Problem as Compiled
 from optsched.problem import compile_problem
-from optsched.solvers.greedy import NAMED_STRATEGIES, solve_greedy
-
-GREEDY_ORDER = ("best-fit", "volcano", "topo-best-fit", "first-fit", "tetris", "spread")
-"""Baselines `greedy` tries, in order, while time is left (at least the first always runs); the
-order is by admitted value in benchmarks/results/baselines.md."""
-
-
-def solver_names() -> list[str]:
-    """Names accepted by `solve(..., solver=...)`."""
-    return ["auto", "cpsat", "milp", "nsga2", "greedy", "kueue", "karpenter", *NAMED_STRATEGIES]
-
-
-EVALUATE_RESERVE = 0.1
-"""Share of the time limit kept back for evaluating the first plan (later: its measured time)."""
+from optsched.solvers.contract import RunSpec
+from optsched.solvers.registry import lookup, solver_names
 
 
 def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec = None,
-                  time_limit: float = 1.0, seed: int = 0, started: float | None = None,
-                  more_within: float | None = None) -> Plan:
+                  time_limit: float = 1.0, seed: int = 0, started: float | None = None, num_workers: int = 2,
+                  initial_plan: Plan | None = None, deterministic: bool = False) -> Plan:
     """`solve` on an already compiled problem; `started` is when the call began (perf_counter).
-
-    `more_within` (seconds from `started`, greedy only): the first baseline may use the whole time
-    limit, further ones run only if they would finish within this (a caller keeps the rest).
-    The garbage collector is paused meanwhile (`optsched.latency`).
-    """
-    with gc_paused():
-        return _solve_problem(p, solver=solver, objective=objective, time_limit=time_limit, seed=seed,
-                              started=started, more_within=more_within)
-
-
-def _solve_problem(p: Compiled, *, solver: str, objective: ObjectiveSpec, time_limit: float, seed: int,
-                   started: float | None, more_within: float | None) -> Plan:
+    The garbage collector is paused meanwhile (`optsched.latency`)."""
     start = time.perf_counter() if started is None else started
-    end = start + time_limit
-    soft_end = end if more_within is None else min(end, start + more_within)
-    goal = Objective.parse(objective)
-    if solver not in solver_names():
-        raise InputError([InputIssue("solver", "unknown_solver", f"{solver!r}; known: {solver_names()}")])
+    Objective.parse(objective)  # an InputError before any work
+    if not (isinstance(num_workers, int) and num_workers >= 1):
+        raise InputError([InputIssue("num_workers", "not_positive", f"{num_workers!r}: at least 1")])
+    why: str | None = None
+    name = solver
     if solver == "auto":
-        from optsched.solvers.backend import choose_backend  # lazy: OR-Tools loads only when asked for
+        from optsched.solvers.backend import choose_backend
 
         name, why = choose_backend(p, time_limit)
-        plan = solve_problem(p, solver=name, objective=objective, time_limit=time_limit, seed=seed, started=start)
-        stats = plan.solver.model_copy(update={"name": f"auto:{plan.solver.name}",
-                                               "extra": {**plan.solver.extra, "auto": why}})
-        return plan.model_copy(update={"solver": stats})
-    if solver == "cpsat":
-        from optsched.solvers.cpsat import solve_cpsat  # lazy: OR-Tools loads only when asked for
+    info = lookup(name)
+    start_plan = None
+    if initial_plan is not None:
+        from optsched.solvers.warmstart import adapt
 
-        return solve_cpsat(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
-    if solver == "milp":
-        from optsched.solvers.milp import solve_milp  # lazy, as cpsat
-
-        return solve_milp(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
-    if solver == "nsga2":
-        from optsched.pareto import solve_nsga2  # lazy: pymoo loads only when asked for
-
-        return solve_nsga2(p, objective=objective, time_limit=time_limit, seed=seed, started=start)
-    if solver in ("kueue", "karpenter"):
-        from optsched.solvers.karpenter import solve_karpenter
-        from optsched.solvers.kueue import solve_kueue
-
-        baseline = solve_kueue if solver == "kueue" else solve_karpenter
-        plan = baseline(p, time_limit=max(0.0, end - time.perf_counter()), seed=seed)
-        stats = plan.solver.model_copy(update={"wall_s": time.perf_counter() - start})
-        return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective(), "solver": stats})
-    names = GREEDY_ORDER if solver == "greedy" else (solver,)
-    best: Plan | None = None
-    tried: dict[str, float] = {}
-    seconds: dict[str, float] = {}
-    reserve = EVALUATE_RESERVE * time_limit
-    last = 0.0
-    for name in names:
-        left = end - reserve - time.perf_counter()
-        if best is not None and soft_end - reserve - time.perf_counter() < last:  # it would be cut short
-            break
-        t_run = time.perf_counter()
-        plan = solve_greedy(p, name, time_limit=max(left, 0.0), seed=seed)
-        last = seconds[name] = time.perf_counter() - t_run
-        t_eval = time.perf_counter()
-        plan = plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
-        reserve = time.perf_counter() - t_eval
-        tried[name] = plan.objective["admitted_value"]
-        if best is None or goal.better(plan.objective, best.objective):
-            best = plan
-    assert best is not None
-    stats = best.solver.model_copy(update={
-        "name": f"greedy:{best.solver.name}" if solver == "greedy" else best.solver.name,
-        "wall_s": time.perf_counter() - start, "seed": seed,
-        "extra": {"tried": tried, "seconds": seconds} if solver == "greedy" else {},
-    })
-    return best.model_copy(update={"solver": stats})
+        start_plan = adapt(p, initial_plan)
+    run = RunSpec(objective=objective, time_limit=time_limit, seed=seed, started=start, num_workers=num_workers,
+                  initial_plan=start_plan, deterministic=deterministic)
+    with gc_paused():
+        plan = info.run(p, run)
+    if why is not None:
+        stats = plan.solver.model_copy(update={"name": f"auto:{plan.solver.name}", "auto": why})
+        plan = plan.model_copy(update={"solver": stats})
+    return plan
 
 
 def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: ObjectiveSpec = None,
-          time_limit: float = 1.0, seed: int = 0) -> Plan:
+          time_limit: float = 1.0, seed: int = 0, num_workers: int = 2, initial_plan: Plan | None = None,
+          deterministic: bool = False) -> Plan:
     """Decide the round: which queued jobs run, where every replica goes.
 
     Parameters
@@ -126,8 +68,9 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         solved by HiGHS), ``"nsga2"`` (the plan the objective selects from the round's Pareto
         set: `optsched.pareto`), ``"greedy"`` (the best placement baseline within the time limit),
         ``"kueue"`` (Kueue's admission, borrowing and preemption), ``"karpenter"`` (best-fit, then
-        the cheapest provisionable nodes for what is left: `optsched.solvers.karpenter`) or a placement baseline
-        (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``, ``topo-best-fit``).
+        the cheapest provisionable nodes for what is left: `optsched.solvers.karpenter`) or a
+        placement baseline (``first-fit``, ``best-fit``, ``spread``, ``volcano``, ``tetris``,
+        ``topo-best-fit``, ``image-best-fit``); `optsched.solver_names()` lists them.
     objective:
         None (admitted value, then disruption, topology, fragmentation), a mapping of term weights,
         or a sequence of term names for a lexicographic order.
@@ -135,7 +78,22 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         Seconds for the whole call, compilation included.
     seed:
         Recorded in the plan; solvers with randomness use it.
+    num_workers:
+        Parallel search workers of CP-SAT (the other solvers ignore it).
+    initial_plan:
+        A plan to start from, e.g. the previous round's (a warm start): what of it is still a
+        valid decision of this round is kept (`optsched.solvers.warmstart`) and the model solvers
+        (`cpsat`, `milp`, `auto`) start from it instead of running the baselines first; the
+        baselines ignore it.
+    deterministic:
+        CP-SAT's reproducible parallel search: the same inputs, seed and workers give the same
+        plan whenever the search ends before the time limit (a search cut by the clock depends on
+        how far it got).
     """
     start = time.perf_counter()
     p = compile_problem(cluster, queue)
-    return solve_problem(p, solver=solver, objective=objective, time_limit=time_limit, seed=seed, started=start)
+    return solve_problem(p, solver=solver, objective=objective, time_limit=time_limit, seed=seed, started=start,
+                         num_workers=num_workers, initial_plan=initial_plan, deterministic=deterministic)
+
+
+__all__ = ["solve", "solve_problem", "solver_names"]

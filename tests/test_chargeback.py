@@ -164,7 +164,7 @@ def test_the_optimiser_takes_spot_only_where_price_plus_expected_loss_is_cheaper
     assert optsched.check(c, q, plan) == [] and plan.solver.status == "optimal"
     assert [pl.node for pl in plan.placements] == [node]
     assert plan.objective["cost"] == pytest.approx(cost)
-    assert plan.solver.extra["model_terms"]["cost"] == pytest.approx(cost, abs=1e-3)
+    assert plan.solver.model is not None and plan.solver.model.terms["cost"] == pytest.approx(cost, abs=1e-3)
     risk = optsched.evaluate(c, q, plan).details["spot_risk"]
     assert risk == pytest.approx(8 * checkpoint_s / 2 / 3600 if node == "s0" else 0.0)
 

@@ -47,13 +47,13 @@ def test_plans_are_valid_and_no_worse_than_the_hint(data: tuple[Cluster, Queue])
     cluster, queue = data
     p = compile_problem(cluster, queue)
     plan = solve_cpsat(p, time_limit=5.0)
-    assert check_problem(p, plan) == [], plan.solver.extra
-    assert plan.solver.extra.get("reason", "").find("bug") < 0, plan.solver.extra
+    assert check_problem(p, plan) == [], plan.solver
+    assert (plan.solver.reason or "").find("bug") < 0, plan.solver
     hint = evaluate_problem(p, solve_greedy(p, "best-fit")).objective()
     assert not Objective.parse(None).better(hint, plan.objective)
-    if "model_terms" in plan.solver.extra:  # CP-SAT's plan (returned, or equal to the hint kept on a tie)
-        model = plan.solver.extra["model_terms"]
-        actual = plan.solver.extra.get("model_plan_terms", plan.objective)
+    if plan.solver.model is not None and plan.solver.model.terms:  # CP-SAT's plan (returned, or the hint kept on a tie)
+        model = plan.solver.model.terms
+        actual = plan.solver.model.plan_terms or plan.objective
         assert model["admitted_value"] == pytest.approx(actual["admitted_value"], abs=VALUE_TOL * 64)
         assert model["topology"] == actual["topology"]
         assert model["queue_delay"] == pytest.approx(actual["queue_delay"], abs=VALUE_TOL * 8)
@@ -171,13 +171,14 @@ def test_time_limit_respected_on_a_large_instance() -> None:
 @given(data=st.one_of(rounds(max_nodes=6, max_jobs=6), busy_rounds(max_nodes=6, max_jobs=5)))
 def test_greedy_hint_is_complete_and_feasible(data: tuple[Cluster, Queue]) -> None:
     """Every valid greedy plan is a solution of the model: the completed hint covers every variable."""
-    from optsched.solvers.cpsat import ENCODINGS, complete_hint
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.build import ENCODINGS
+    from optsched.roundmodel.hint import complete_hint
+    from optsched.roundmodel.variables import RoundModel
 
     cluster, queue = data
     p = compile_problem(cluster, queue)
     for name in ("best-fit", "topo-best-fit", "spread"):
-        r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), hint=solve_greedy(p, name))
+        r = RoundModel(p, Ledger.with_running(p), list(p.jobs), hint=solve_greedy(p, name))
         r.build_variables()
         for _, encode in ENCODINGS:
             encode(r)
@@ -212,7 +213,7 @@ def test_lexicographic_with_tolerance_trades_value_for_topology() -> None:
                                                        "tolerance": 0.5})
     assert check_problem(p, loose) == []
     assert (loose.objective["admitted_value"], loose.objective["topology"]) == (16.0, 0.0)
-    assert loose.solver.extra["phases"] == 2
+    assert loose.solver.model is not None and loose.solver.model.phases == 2
 
 
 # ---------------------------------------------------------------------------- neighbourhood search
@@ -222,8 +223,8 @@ def test_neighbourhood_plans_are_valid_and_no_worse_than_the_hint(data: tuple[Cl
     cluster, queue = data
     p = compile_problem(cluster, queue)
     plan = solve_cpsat(p, time_limit=0.3, neighbourhoods=True)
-    assert check_problem(p, plan) == [], plan.solver.extra
-    assert all("bug" not in str(row.get("result", "")) for row in plan.solver.extra.get("neighbourhoods", []))
+    assert check_problem(p, plan) == [], plan.solver
+    assert all("bug" not in row.result for row in plan.solver.steps)
     hint = evaluate_problem(p, solve_greedy(p, "best-fit")).objective()
     assert not Objective.parse(None).better(hint, plan.objective)
     if plan.solver.bound is not None:
@@ -257,5 +258,5 @@ def test_neighbourhood_search_moves_a_flexible_job_off_the_device_another_needs(
     assert len(greedy.deferred) == 1
     plan = solve_cpsat(p, time_limit=2.0, neighbourhoods=True)
     assert check_problem(p, plan) == []
-    assert plan.deferred == [] and plan.solver.status == "feasible", plan.solver.extra
+    assert plan.deferred == [] and plan.solver.status == "feasible", plan.solver
     assert {pl.job: pl.node for pl in plan.placements} == {"any": "l40s", "h100-only": "h100"}

@@ -173,8 +173,10 @@ def test_slots_that_fixed_work_uses_are_created_anyway() -> None:
     from optsched.metrics import evaluate_problem
     from optsched.objective import Objective
     from optsched.problem import compile_problem
-    from optsched.solvers.cpsat import _decode, _objective, _weights, encode_all
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.build import encode_all
+    from optsched.roundmodel.decode import decode
+    from optsched.roundmodel.variables import RoundModel
+    from optsched.roundmodel.weights import objective_expression, objective_weights
     from optsched.view import PlanView
 
     c = _cluster()
@@ -186,15 +188,15 @@ def test_slots_that_fixed_work_uses_are_created_anyway() -> None:
     base = Ledger.with_running(p)
     base.add_replicas(p.jobs[p.job_index["w"]], PlanView(p, fixed).by_job["w"])
     # the model may use the slots only (keeps x off the free reserved r0)
-    r = CpsatRound(p, base, [p.jobs[p.job_index["x"]]], allowed=p.node_provisioned,
+    r = RoundModel(p, base, [p.jobs[p.job_index["x"]]], allowed=p.node_provisioned,
                    wanted=frozenset({"admitted_value", "cost"}), provision=True)
     encode_all(r, float("inf"), variables_by=float("inf"))
     assert r.slots_created == {0: 0, 1: 0, 2: 2}
     goal = Objective.parse(["admitted_value", "cost"])
-    r.model.maximize(_objective(r, _weights(r, goal)[0]))
+    r.model.maximize(objective_expression(r, objective_weights(r, goal)[0]))
     solver = cp_model.CpSolver()
     assert solver.solve(r.model) == cp_model.OPTIMAL
-    sub = _decode(r, solver, fixed.solver)
+    sub = decode(r, solver, fixed.solver)
     assert sub is not None and [pl.node for pl in sub.placements] == ["a100-od/new-0"]
     merged = Plan(placements=fixed.placements + sub.placements,
                   provisioning=eligibility.provisioning_of(p, [p.node_index["a100-od/new-1"], p.node_index["a100-od/new-0"]]))

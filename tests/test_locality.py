@@ -98,9 +98,10 @@ def test_the_model_term_equals_the_metric() -> None:
     p = compile_problem(cluster, queue)
     plan = solve_cpsat(p, objective=["admitted_value", "locality"], time_limit=5.0)
     assert check(cluster, queue, plan) == []
-    extra = plan.solver.extra
-    actual = extra.get("model_plan_terms", plan.objective)
-    assert extra["model_terms"]["locality"] == pytest.approx(actual["locality"], abs=1e-3 * len(plan.placements))
+    model = plan.solver.model
+    assert model is not None
+    actual = model.plan_terms or plan.objective
+    assert model.terms["locality"] == pytest.approx(actual["locality"], abs=1e-3 * len(plan.placements))
     assert evaluate(cluster, queue, plan).locality == pytest.approx(plan.objective["locality"])
     # every replica on l1 (the dataset's cache), on the nodes with most layers first
     assert {p.node for p in plan.placements} <= {"n1", "n3"}
@@ -110,7 +111,7 @@ def test_the_image_best_fit_baseline_scores_as_kube_image_locality() -> None:
     """The `image-best-fit` baseline's ImageLocality part equals kube-scheduler's formula (as in
     this file), and on identical empty nodes it takes the node with the highest score."""
     from optsched import solve
-    from optsched.solvers.greedy import image_locality
+    from optsched.scores import image_locality
 
     cluster = _cluster([["base"], ["torch"], ["cuda", "app"], [], ["app"]])
     queue = _queue()

@@ -120,8 +120,8 @@ def test_example_is_optimal_and_valid(example: Any) -> None:
     plan = solve(c, q, solver="milp", time_limit=10.0)
     p = compile_problem(c, q)
     assert check_problem(p, plan) == []
-    assert plan.solver.name == "milp" and plan.solver.status == "optimal", plan.solver.extra
-    assert plan.solver.extra["levels_solved"] == plan.solver.extra["levels"]
+    assert plan.solver.name == "milp" and plan.solver.status == "optimal", plan.solver
+    assert plan.solver.milp is not None and plan.solver.milp.levels_solved == plan.solver.milp.levels
     cpsat = solve_cpsat(p, time_limit=5.0)
     assert plan.objective["admitted_value"] == pytest.approx(cpsat.objective["admitted_value"], abs=1e-6)
 
@@ -138,10 +138,11 @@ def test_backends_agree_on_optimal_values(data: tuple[Cluster, Queue]) -> None:
     a = solve_cpsat(p, time_limit=10.0)
     b = solve_milp(p, time_limit=10.0, mip_gap=0.0, verify=True)
     assert check_problem(p, a) == [] and check_problem(p, b) == []
-    assert "bug" not in str(b.solver.extra.get("reason", "")), b.solver.extra
+    assert "bug" not in str(b.solver.reason or ""), b.solver
     if a.solver.status != "optimal" or b.solver.status != "optimal":
         return  # (both found the hint optimal, or a level was cut: nothing to compare)
-    ma, mb = a.solver.extra["model_terms"], b.solver.extra["model_terms"]
+    assert a.solver.model is not None and b.solver.model is not None
+    ma, mb = a.solver.model.terms, b.solver.model.terms
     assert ma["admitted_value"] == pytest.approx(mb["admitted_value"], abs=VALUE_TOL)
     for name in ("disruption", "topology", "evictions"):
         assert ma.get(name, 0.0) == pytest.approx(mb.get(name, 0.0), abs=1e-6), (name, ma, mb)
@@ -151,8 +152,8 @@ def _checked_milp(c: Cluster, q: Queue) -> tuple[Problem, Plan]:
     """milp's plan (with the CP-SAT pin check), which the validator accepts and no bug produced."""
     p = compile_problem(c, q)
     plan = solve_milp(p, time_limit=5.0, verify=True)
-    assert check_problem(p, plan) == [], plan.solver.extra
-    assert "bug" not in str(plan.solver.extra.get("reason", "")), plan.solver.extra
+    assert check_problem(p, plan) == [], plan.solver
+    assert "bug" not in str(plan.solver.reason or ""), plan.solver
     return p, plan
 
 
@@ -179,21 +180,22 @@ def test_a_partial_start_is_completed_by_highs(example: Any) -> None:
     """When there is no time to complete the hint in CP-SAT, HiGHS gets the plan's admission and
     count variables only; it completes them, and its solution is at least the hint's value."""
     from optsched.ledger import Ledger
-    from optsched.solvers.cpsat import _primary_values, complete_hint, encode_all
-    from optsched.solvers.cpsat.variables import CpsatRound
-    from optsched.solvers.milp import levels
+    from optsched.roundmodel.build import encode_all
+    from optsched.roundmodel.hint import complete_hint, primary_values
+    from optsched.roundmodel.variables import RoundModel
     from optsched.solvers.milp.highs import solve_levels
+    from optsched.solvers.milp.solver import levels
 
     c, q, _ = example
     p = compile_problem(c, q)
     hint = solve_greedy(p, "first-fit")
-    r = CpsatRound(p, Ledger.with_running(p), list(p.jobs), hint=hint)
+    r = RoundModel(p, Ledger.with_running(p), list(p.jobs), hint=hint)
     encode_all(r, float("inf"), float("inf"))
     _, full = complete_hint(r, 10.0, 0)
     assert full is not None
     arrays = from_cpsat(r.model)
     chain, _ = levels(r, Objective.parse(None), arrays.n_cols, None)
-    primary = _primary_values(r)
+    primary = primary_values(r)
     index = np.array(sorted(primary), dtype=np.int64)
     import time
 

@@ -177,7 +177,8 @@ def test_solve_nsga2_returns_the_plan_the_objective_selects() -> None:
     weights = {"admitted_value": 1.0, "cost": 0.5}
     plan = optsched.solve(c, q, solver="nsga2", objective=weights, time_limit=3, seed=1)
     assert optsched.check(c, q, plan) == []
-    assert plan.solver.name == "nsga2" and plan.solver.extra["objectives"] == ["admitted_value", "cost"]
+    assert plan.solver.name == "nsga2" and plan.solver.pareto is not None \
+        and plan.solver.pareto.objectives == ["admitted_value", "cost"]
     best = optsched.solve(c, q, solver="greedy", time_limit=3)
     score = plan.objective["admitted_value"] - 0.5 * plan.objective["cost"]
     assert score >= best.objective["admitted_value"] - 0.5 * best.objective["cost"] - 1e-9
@@ -239,18 +240,18 @@ def test_the_exact_front_refuses_unmodelled_terms() -> None:
 
 
 def test_cpsat_models_every_term_it_claims_and_its_cost_is_the_metric() -> None:
-    from optsched.solvers.cpsat import ENCODINGS, MODELLED_TERMS
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.build import ENCODINGS, MODELLED_TERMS
+    from optsched.roundmodel.variables import RoundModel
 
     c, q = _tiny()
     p = compile_problem(c, q)
-    r = CpsatRound.whole_round(p, [], max_candidates=p.n_nodes, wanted=frozenset(MODELLED_TERMS))
+    r = RoundModel.whole_round(p, [], max_candidates=p.n_nodes, wanted=frozenset(MODELLED_TERMS))
     r.build_variables()
     for _name, encode in ENCODINGS:
         encode(r)
     assert set(r.terms) - {"evictions"} == MODELLED_TERMS - {"fairness"}  # fairness: two tenants or more
     plan = optsched.solve(c, q, solver="cpsat", objective=["admitted_value", "cost"], time_limit=10)
-    assert plan.solver.extra["model_terms"]["cost"] == pytest.approx(plan.objective["cost"])
+    assert plan.solver.model is not None and plan.solver.model.terms["cost"] == pytest.approx(plan.objective["cost"])
     assert plan.objective["cost"] == pytest.approx(11.0)  # j0 on the reserved node, the rest on both others
 
 

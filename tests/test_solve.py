@@ -19,7 +19,8 @@ def test_greedy_returns_best_checked_plan(example: Any) -> None:
     plan = solve(c, q, solver="greedy")
     assert check(c, q, plan) == []
     assert plan.solver.name.startswith("greedy:")
-    tried = plan.solver.extra["tried"]
+    assert plan.solver.portfolio is not None
+    tried = plan.solver.portfolio.tried
     assert plan.objective["admitted_value"] == pytest.approx(max(tried.values()))
     assert plan.objective == evaluate(c, q, plan).objective()
 
@@ -39,7 +40,7 @@ def test_auto_picks_a_model_back_end_by_size(example: Any) -> None:
     for cluster in (c, idle):
         plan = solve(cluster, q, solver="auto", time_limit=5.0)
         expected = choose_backend(compile_problem(cluster, q), 5.0)[0]
-        assert plan.solver.name == f"auto:{expected}" and "auto" in plan.solver.extra
+        assert plan.solver.name == f"auto:{expected}" and plan.solver.auto is not None
         assert check(cluster, q, plan) == []
         greedy = solve(cluster, q, solver="greedy", time_limit=5.0)
         assert plan.objective["admitted_value"] >= greedy.objective["admitted_value"] - 1e-9
@@ -64,7 +65,9 @@ def test_unknown_solver_and_objective(example: Any) -> None:
 def test_objective_weights_pick_by_weighted_sum(example: Any) -> None:
     c, q, _ = example
     by_frag = solve(c, q, objective=["fragmentation"])
-    tried = solve(c, q, solver="greedy").solver.extra["tried"]
+    portfolio = solve(c, q, solver="greedy").solver.portfolio
+    assert portfolio is not None
+    tried = portfolio.tried
     assert by_frag.objective["fragmentation"] <= solve(c, q, solver="first-fit").objective["fragmentation"]
     assert tried
 

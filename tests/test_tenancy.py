@@ -70,7 +70,7 @@ def solve(solver: str, c: Cluster, jobs: list[dict[str, Any]]) -> tuple[Problem,
     p = compile_problem(c, Queue.model_validate({"jobs": jobs}))
     plan = solve_kueue(p) if solver == "kueue" else solve_cpsat(p, time_limit=5.0)
     assert check_problem(p, plan) == []
-    assert "bug" not in str(plan.solver.extra.get("reason", ""))
+    assert "bug" not in str(plan.solver.reason or "")
     return p, plan
 
 
@@ -335,13 +335,13 @@ def test_cpsat_on_contended_rounds_is_valid_and_no_worse_than_kueue(data: tuple[
     c, q = data
     p = compile_problem(c, q)
     plan = solve_cpsat(p, time_limit=3.0)
-    assert check_problem(p, plan) == [], plan.solver.extra
-    assert "bug" not in str(plan.solver.extra.get("reason", "")), plan.solver.extra
+    assert check_problem(p, plan) == [], plan.solver
+    assert "bug" not in str(plan.solver.reason or ""), plan.solver
     kueue = evaluate_problem(p, solve_kueue(p)).objective()
     assert not Objective.parse(None).better(kueue, plan.objective)
-    if "model_terms" in plan.solver.extra:
-        actual = plan.solver.extra.get("model_plan_terms", plan.objective)
-        assert plan.solver.extra["model_terms"].get("disruption", 0.0) == pytest.approx(
+    if plan.solver.model is not None and plan.solver.model.terms:
+        actual = plan.solver.model.plan_terms or plan.objective
+        assert plan.solver.model.terms.get("disruption", 0.0) == pytest.approx(
             actual["disruption"], abs=1e-3 * (1 + len(plan.evictions)))
 
 
@@ -356,9 +356,9 @@ def test_eviction_neighbourhoods_are_valid_and_no_worse_than_kueue(data: tuple[C
     c, q = data
     p = compile_problem(c, q)
     plan = solve_cpsat(p, time_limit=3.0, neighbourhoods=True)
-    assert check_problem(p, plan) == [], plan.solver.extra
-    rows = plan.solver.extra.get("neighbourhoods", [])
-    assert not any("bug" in str(row.get("result", "")) for row in rows), rows
+    assert check_problem(p, plan) == [], plan.solver
+    rows = plan.solver.steps
+    assert not any("bug" in row.result for row in rows), rows
     kueue = evaluate_problem(p, solve_kueue(p)).objective()
     assert not Objective.parse(None).better(kueue, plan.objective)
 
@@ -428,9 +428,9 @@ def test_least_lost_keeps_kueues_value_within_its_tolerance(data: tuple[Cluster,
     c, q = data
     p = compile_problem(c, q)
     plan = solve_cpsat(p, time_limit=3.0, objective=LEAST_LOST)
-    assert check_problem(p, plan) == [], plan.solver.extra
-    rows = plan.solver.extra.get("neighbourhoods", [])
-    assert not any("bug" in str(row.get("result", "")) for row in rows), [r.get("result") for r in rows]
+    assert check_problem(p, plan) == [], plan.solver
+    rows = plan.solver.steps
+    assert not any("bug" in row.result for row in rows), [r.result for r in rows]
     kueue = evaluate_problem(p, solve_kueue(p)).objective()
     assert plan.objective["admitted_value"] >= 0.98 * kueue["admitted_value"] - 1e-6
     assert not Objective.parse(LEAST_LOST).better(kueue, plan.objective)
@@ -457,7 +457,7 @@ def test_fairness_term_splits_a_node_by_weight() -> None:
     assert check_problem(p, plan) == []
     assert admitted(plan) == {"a": 2, "b": 6}
     assert plan.objective["fairness"] == pytest.approx(0.0, abs=1e-9)
-    assert plan.solver.extra["model_terms"]["fairness"] == pytest.approx(0.0, abs=1e-9)
+    assert plan.solver.model is not None and plan.solver.model.terms["fairness"] == pytest.approx(0.0, abs=1e-9)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -468,11 +468,11 @@ def test_fairness_term_matches_the_metric(data: tuple[Cluster, Queue]) -> None:
     c, q = data
     p = compile_problem(c, q)
     plan = solve_cpsat(p, time_limit=3.0, objective=["admitted_value", "fairness"])
-    assert check_problem(p, plan) == [], plan.solver.extra
-    extra = plan.solver.extra
-    if "fairness" in extra.get("model_terms", {}):
-        actual = extra.get("model_plan_terms", plan.objective)
-        assert extra["model_terms"]["fairness"] == pytest.approx(actual["fairness"], abs=4 * len(c.tenants) * 1e-4)
+    assert check_problem(p, plan) == [], plan.solver
+    model = plan.solver.model
+    if model is not None and "fairness" in model.terms:
+        actual = model.plan_terms or plan.objective
+        assert model.terms["fairness"] == pytest.approx(actual["fairness"], abs=4 * len(c.tenants) * 1e-4)
 
 
 def test_jobs_the_model_leaves_out_get_their_binding_reason() -> None:
@@ -480,7 +480,8 @@ def test_jobs_the_model_leaves_out_get_their_binding_reason() -> None:
     minimum replicas would break after the plan (the borrowing example: team-a-cq holds all 21
     CPUs of the cohort), and leaves `capacity` where quota would let the job in."""
     from optsched.model.plan import Deferred, Placement
-    from optsched.solvers.incumbent import NOT_ADMITTED, explain_deferred
+    from optsched.roundmodel.decode import NOT_ADMITTED
+    from optsched.solvers.incumbent import explain_deferred
 
     c = cluster([tenant("a", 9), tenant("b", 12)], nodes=2)
     jobs = [job(f"a-{i}", "a", submitted_at=i) for i in range(22)] + [job("c-0", "b", cpus=4)]

@@ -17,7 +17,7 @@ from optsched.ledger import EPS
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 
 def check(view: PlanView) -> list[Violation]:
@@ -34,7 +34,7 @@ def check(view: PlanView) -> list[Violation]:
     return out
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: per node and resource, sum of requests <= what is free (docs/formulation.md C1),
     evictable running jobs' requests counted while they are kept."""
     p = r.p

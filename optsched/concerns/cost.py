@@ -36,7 +36,7 @@ from optsched.problem import PRICING_CODES, GroupSpec, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 COST_SCALE = 1000
 """The CP-SAT cost term counts milli-dollars per hour (node prices rounded to 0.001 $/h)."""
@@ -93,7 +93,7 @@ def _uses_something(group: GroupSpec) -> bool:
     return group.uses_devices or bool(np.any(group.req > 0))
 
 
-def provisioning_cpsat(r: CpsatRound) -> None:
+def provisioning_cpsat(r: RoundModel) -> None:
     """CP-SAT: which provisioning slots the round creates (docs/formulation.md K3-K4), when slots
     are candidates (`r.provision`). ``u[v]`` (bool) for each slot with a key: every replica count
     on v forces it (``y[k] <= ub x u[v]``), and a pool's slots are created in order
@@ -123,7 +123,7 @@ def provisioning_cpsat(r: CpsatRound) -> None:
                     r.model.add(r.slot_used[after] == 0)
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: the `cost` term, built only when the objective names it (docs/formulation.md K1).
 
     ``h[v]`` (bool) is 1 when node v hosts work: every replica count of a group that uses

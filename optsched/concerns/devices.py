@@ -20,7 +20,7 @@ from optsched.problem import GroupSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound, Key
+    from optsched.roundmodel.variables import Key, RoundModel
 
 MILLI = 1000
 
@@ -142,7 +142,7 @@ def check(view: PlanView) -> list[Violation]:
     return out
 
 
-def _held_devices(r: CpsatRound, v: int) -> tuple[dict[int, Any], dict[int, list[tuple[int, Any]]]]:
+def _held_devices(r: RoundModel, v: int) -> tuple[dict[int, Any], dict[int, list[tuple[int, Any]]]]:
     """Devices of node `v` held by evictable running jobs: whole ones -> the holder's keep variable;
     shared ones -> [(share in thousandths, keep variable)]."""
     whole: dict[int, Any] = {}
@@ -158,7 +158,7 @@ def _held_devices(r: CpsatRound, v: int) -> tuple[dict[int, Any], dict[int, list
     return whole, shares
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: whole devices per interconnect group, fractional shares per device (formulation D1-D7).
 
     Per node v, with F_q the fully free healthy devices of interconnect group q:
@@ -276,7 +276,7 @@ def cpsat(r: CpsatRound) -> None:
             m.add(r.sum(use_q[q]) <= len(free_q[q]))
 
 
-def pick_from_counts(r: CpsatRound, solver: Any, v: int,
+def pick_from_counts(r: RoundModel, solver: Any, v: int,
                      replicas: list[tuple[Key, GroupSpec]]) -> list[tuple[tuple[int, ...], float]] | None:
     """Device indices for the replicas placed on node `v`, read from the model's per-group counts.
 

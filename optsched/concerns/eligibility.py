@@ -14,57 +14,61 @@ import numpy as np
 
 from optsched.concerns.base import Violation
 from optsched.model.plan import Provision
-from optsched.problem import BArray, GroupSpec, JobSpec, Problem, tolerates
+from optsched.problem import BArray, Derived, GroupSpec, JobSpec, Problem, tolerates
 from optsched.view import PlanView
 
 
 def _label_mask(p: Problem, key: str, value: str) -> BArray:
-    cache_key = ("label", key, value)
-    if cache_key not in p._cache:
-        p._cache[cache_key] = np.array([s.labels.get(key) == value for s in p.node_shapes], dtype=bool)
-    mask: BArray = p._cache[cache_key]
-    return mask
+    return np.array([s.labels.get(key) == value for s in p.node_shapes], dtype=bool)
+
+
+LABEL_MASK: Derived[BArray] = Derived("eligibility.label_mask", _label_mask)
+"""Nodes whose label `key` equals `value`."""
 
 
 def _taint_mask(p: Problem, group: GroupSpec) -> BArray:
     tols = group.spec.tolerations
-    key = ("taint", tuple(t.model_dump_json() for t in tols))
-    if key not in p._cache:
-        ok = np.ones(p.n_nodes, dtype=bool)
-        for n, s in enumerate(p.node_shapes):
-            for t in s.taints:
-                if t.effect != "PreferNoSchedule" and not tolerates(tols, t.key, t.value, t.effect):
-                    ok[n] = False
-                    break
-        p._cache[key] = ok
-    mask: BArray = p._cache[key]
-    return mask
+    ok = np.ones(p.n_nodes, dtype=bool)
+    for n, s in enumerate(p.node_shapes):
+        for t in s.taints:
+            if t.effect != "PreferNoSchedule" and not tolerates(tols, t.key, t.value, t.effect):
+                ok[n] = False
+                break
+    return ok
+
+
+TOLERATED: Derived[BArray] = Derived("eligibility.tolerated", _taint_mask,
+                                     key=lambda p, group: tuple(t.model_dump_json() for t in group.spec.tolerations))
+"""Nodes whose every scheduling taint a group's tolerations tolerate."""
+
+
+def _shape_key(p: Problem, job: JobSpec, group: GroupSpec) -> tuple[object, ...]:
+    return ("eligible", job.spot == "forbidden", tuple(sorted(group.spec.node_selector.items())),
+            tuple(t.model_dump_json() for t in group.spec.tolerations),
+            group.model_speed.tobytes() if group.uses_devices else b"", group.whole, group.affinity,
+            group.req.tobytes())
+
+
+SHAPE_KEY: Derived[tuple[object, ...]] = Derived("eligibility.shape_key", _shape_key,
+                                                 key=lambda p, job, group: id(group))
+"""Per group (groups live as long as the problem: ids are not reused), see `shape_key`."""
 
 
 def shape_key(p: Problem, job: JobSpec, group: GroupSpec) -> tuple[object, ...]:
     """What decides where a replica of `group` may go: replicas with equal keys have equal masks."""
-    memo = ("shape_key", id(group))  # groups live as long as the problem: ids are not reused
-    key: tuple[object, ...] | None = p._cache.get(memo)
-    if key is None:
-        key = p._cache[memo] = (
-            "eligible", job.spot == "forbidden", tuple(sorted(group.spec.node_selector.items())),
-            tuple(t.model_dump_json() for t in group.spec.tolerations),
-            group.model_speed.tobytes() if group.uses_devices else b"", group.whole, group.affinity,
-            group.req.tobytes())
-    return key
+    return p.derived(SHAPE_KEY, job, group)
 
 
 def mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
     """Nodes (real and provisioning slots) that may ever hold a replica of `group`, ignoring usage."""
-    key = shape_key(p, job, group)
-    cached = p._cache.get(key)
-    if cached is not None:
-        out: BArray = cached
-        return out
+    return p.derived(ELIGIBLE, job, group)
+
+
+def _mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
     ok = p.node_healthy.copy()
     for k, v in group.spec.node_selector.items():
-        ok &= _label_mask(p, k, v)
-    ok &= _taint_mask(p, group)
+        ok &= p.derived(LABEL_MASK, k, v)
+    ok &= p.derived(TOLERATED, group)
     if job.spot == "forbidden":
         ok &= ~p.node_spot
     if group.uses_devices:
@@ -76,8 +80,11 @@ def mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
         ok &= healthy_devs >= max(1, group.whole)
     ok &= np.all(p.cap >= group.req, axis=1)
     ok.setflags(write=False)
-    p._cache[key] = ok
     return ok
+
+
+ELIGIBLE: Derived[BArray] = Derived("eligibility.mask", _mask, key=shape_key)
+"""`mask` per replica shape."""
 
 
 def device_nodes(p: Problem, job: JobSpec) -> BArray:

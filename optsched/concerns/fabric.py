@@ -16,11 +16,11 @@ import numpy as np
 
 from optsched.concerns.base import Violation
 from optsched.ledger import EPS, crossed_domains
-from optsched.problem import IArray, JobSpec, Problem
+from optsched.problem import Derived, IArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 
 def domains_spanned(p: Problem, nodes: IArray, level: int) -> int:
@@ -37,11 +37,16 @@ def min_domains(p: Problem, job: JobSpec, level: int) -> int:
     gpus = sum(g.rmin * g.gpu for g in job.groups)
     if level >= p.n_levels or gpus <= 0:
         return 1
-    key = ("domain_gpus", level)
-    if key not in p._cache:
-        real = ~p.node_provisioned
-        p._cache[key] = float(np.bincount(p.node_dom[real, level], weights=p.node_dev_count[real]).max())
-    return max(1, math.ceil(gpus / max(p._cache[key], 1.0) - 1e-9))
+    return max(1, math.ceil(gpus / max(p.derived(LARGEST_DOMAIN_GPUS, level), 1.0) - 1e-9))
+
+
+def _largest_domain_gpus(p: Problem, level: int) -> float:
+    real = ~p.node_provisioned
+    return float(np.bincount(p.node_dom[real, level], weights=p.node_dev_count[real]).max())
+
+
+LARGEST_DOMAIN_GPUS: Derived[float] = Derived("fabric.largest_domain_gpus", _largest_domain_gpus)
+"""Devices of the largest domain of a level (real nodes)."""
 
 
 def check(view: PlanView) -> list[Violation]:
@@ -90,7 +95,7 @@ def term(view: PlanView) -> dict[str, float]:
     return {"topology": extra, "uplink_gbps": gbps}
 
 
-def _span(r: CpsatRound, j: int, level: int, dom: int, groups: tuple[int, ...] | None = None) -> Any:
+def _span(r: RoundModel, j: int, level: int, dom: int, groups: tuple[int, ...] | None = None) -> Any:
     """Bool: job j (or its `groups`) has a replica in domain `dom` of `level` (cached per key)."""
     cache = r.device_plan.setdefault("span", {})
     key = (j, level, dom, groups)
@@ -104,12 +109,12 @@ def _span(r: CpsatRound, j: int, level: int, dom: int, groups: tuple[int, ...] |
     return cache[key]
 
 
-def _domains(r: CpsatRound, j: int, level: int, groups: tuple[int, ...] | None = None) -> list[int]:
+def _domains(r: RoundModel, j: int, level: int, groups: tuple[int, ...] | None = None) -> list[int]:
     by_dom = r.keys_by_domain(j, level)
     return sorted(d for d, keys in by_dom.items() if groups is None or any(k[1] in groups for k in keys))
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: required topology, colocation, uplink bandwidth, and the topology term (F1-F4).
 
     ``has[j, l, d]`` is true iff job j has a replica in domain d of level l. A required level

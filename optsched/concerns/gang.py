@@ -17,7 +17,7 @@ from optsched.problem import JobSpec
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 
 def count_problems(job: JobSpec, counts: list[int]) -> list[tuple[str, str]]:
@@ -79,7 +79,7 @@ def check(view: PlanView) -> list[Violation]:
     return out
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: gang admission, min/elastic split, non-gang independence, ratios (docs/formulation.md G1-G5)."""
     m = r.model
     for job in r.jobs:

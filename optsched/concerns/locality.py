@@ -14,30 +14,29 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from optsched.problem import GroupSpec, Problem
+from optsched.problem import Derived, GroupSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 LOCALITY_SCALE = 1000
 """The CP-SAT locality term counts milliseconds (each replica's seconds rounded to 1 ms)."""
 
 
 def _leaf_layers(p: Problem) -> set[tuple[int, str]]:
-    key = ("leaf_layers",)
-    if key not in p._cache:
-        leaf = p.node_dom[:, -1]
-        held = {(int(leaf[n]), d) for n in range(p.n_real) for d in p.cluster.nodes[n].images}
-        p._cache[key] = held
-    out: set[tuple[int, str]] = p._cache[key]
-    return out
+    leaf = p.node_dom[:, -1]
+    return {(int(leaf[n]), d) for n in range(p.n_real) for d in p.cluster.nodes[n].images}
+
+
+LEAF_LAYERS: Derived[set[tuple[int, str]]] = Derived("locality.leaf_layers", _leaf_layers)
+"""(leaf domain, layer digest) for every layer some real node of the leaf caches."""
 
 
 def pull_bytes(p: Problem, image: str, node: int) -> tuple[int, int]:
     """(registry bytes, peer bytes) to start `image` on `node`."""
     cached = set(p.cluster.nodes[node].images) if node < p.n_real else set()
-    peers = _leaf_layers(p)
+    peers = p.derived(LEAF_LAYERS)
     leaf = int(p.node_dom[node, -1])
     reg = peer = 0
     for layer in p.cluster.images[image]:
@@ -100,7 +99,7 @@ def term(view: PlanView) -> dict[str, float]:
     return {"locality": float(np.round(seconds, 9)), "pull_bytes": total_bytes}
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: the `locality` term, built only when the objective names it (docs/formulation.md
     L1): `locality` = sum over keys k = (job, group, node) of round(1000 x seconds(group, node)) x
     y[k], each replica's pull and read time in milliseconds. Groups without an image or datasets

@@ -13,21 +13,28 @@ import numpy as np
 
 from optsched.concerns import eligibility
 from optsched.concerns.base import Violation
-from optsched.problem import BArray, GroupSpec, IArray, JobSpec, Problem
+from optsched.problem import BArray, Derived, GroupSpec, IArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 
 def eligible_domains(p: Problem, job: JobSpec, group: GroupSpec, level: int) -> IArray:
     """Domains of `level` with a real node eligible for the group (sorted; cached per mask)."""
+    return p.derived(ELIGIBLE_DOMAINS, job, group, level)
+
+
+def _eligible_domains(p: Problem, job: JobSpec, group: GroupSpec, level: int) -> IArray:
     ok = eligibility.mask(p, job, group)
-    key = ("spread_domains", id(ok), level)
-    if key not in p._cache:
-        p._cache[key] = (ok, np.unique(p.node_domain_at(level)[ok & ~p.node_provisioned]))
-    doms: IArray = p._cache[key][1]
+    doms: IArray = np.unique(p.node_domain_at(level)[ok & ~p.node_provisioned])
     return doms
+
+
+ELIGIBLE_DOMAINS: Derived[IArray] = Derived(
+    "spread.eligible_domains", _eligible_domains,
+    key=lambda p, job, group, level: (eligibility.shape_key(p, job, group), level))
+"""`eligible_domains` per replica shape and level."""
 
 
 def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int],
@@ -79,7 +86,7 @@ def check(view: PlanView) -> list[Violation]:
     return out
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: per spread group, max - min replicas over its eligible domains <= max_skew (S1)."""
     p, m = r.p, r.model
     for job in r.jobs:

@@ -14,7 +14,7 @@ from optsched.problem import CPU_PER_GPU_EQUIVALENT, ELASTIC_WEIGHT, GroupSpec, 
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 
 def replica_value(p: Problem, job: JobSpec, group: GroupSpec, node: int, elastic: bool) -> float:
@@ -49,7 +49,7 @@ VALUE_SCALE = 10_000
 """Fixed-point scale of admitted value and queue delay in the CP-SAT objective."""
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: admitted value (V1) and queue delay (V2) as integer terms scaled by VALUE_SCALE."""
     p = r.p
     vars_, coefs, ub = [], [], 0

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from optsched.model.base import Count, Frozen, Identifier, NonNeg, Positive
+from optsched.model.stats import SolverStats
 
 OBJECTIVE_TERMS = (
     "admitted_value",
@@ -35,7 +36,6 @@ DeferReason = Literal[
     "time_limit",
     "other",
 ]
-SolverStatus = Literal["optimal", "feasible", "fallback", "timeout_no_improvement", "heuristic"]
 
 
 class Placement(Frozen):
@@ -75,18 +75,6 @@ class Deferred(Frozen):
     job: Identifier
     reason: DeferReason
     detail: str = ""
-
-
-class SolverStats(Frozen):
-    """Who made the plan and how: status, proven bound and gap where known, wall time (s), seed."""
-
-    name: str
-    status: SolverStatus = "heuristic"
-    bound: float | None = None
-    gap: float | None = None
-    wall_s: NonNeg = 0.0
-    seed: int = 0
-    extra: dict[str, Any] = Field(default_factory=dict)
 
 
 class Plan(Frozen):

@@ -19,6 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from optsched.budget import (
+    PARETO_CHECK_PER_EVALUATION,
+    PARETO_CHECK_SHARE,
+    PARETO_CPSAT_SHARE,
+    PARETO_MIN_SEED_S,
+    WHOLE_MODEL_SHARE,
+    estimate_build_s,
+)
 from optsched.check import check_problem
 from optsched.errors import InputError, InputIssue
 from optsched.metrics import evaluate_problem
@@ -34,20 +42,6 @@ from optsched.problem import Problem, compile_problem
 from optsched.solvers.greedy import STRATEGIES, solve_greedy
 
 DEFAULT_OBJECTIVES = ("admitted_value", "cost", "fragmentation")
-
-CPSAT_SHARE = 0.3
-"""Share of the time limit the CP-SAT seeds may use (none when a model would not fit it)."""
-
-MIN_SEED_S = 0.4
-"""Least time per CP-SAT seed: fewer seeds rather than slices too short to prove the extremes
-(on a 12-node, 10-job round each extreme took 0.4-0.5 s to prove: benchmarks/results/pareto.md)."""
-
-CHECK_SHARE = 0.1
-"""Most of the time limit kept back for checking the returned plans with the validator."""
-
-CHECK_PER_EVALUATION = 0.25
-"""Time to check a plan, as a share of a baseline's run and evaluation: 13% on an 8-node round,
-12% on mixed-cloud-10k with 1,000 jobs (a profile), doubled."""
 
 GENERATIONS = 10
 """The default population is what this many generations of measured evaluations fit in the time."""
@@ -98,12 +92,12 @@ def pareto_problem(p: Problem, objectives: Sequence[str], *, time_limit: float =
     per_eval = float(np.mean(seconds))
     stats: dict[str, Any] = {"method": "nsga2", "seconds_per_evaluation_baselines": round(per_eval, 4)}
     if cpsat_seeds and p.jobs:
-        seeds, rows = _cpsat_seeds(p, names, baselines, deadline=start + CPSAT_SHARE * time_limit, seed=seed)
+        seeds, rows = _cpsat_seeds(p, names, baselines, deadline=start + PARETO_CPSAT_SHARE * time_limit, seed=seed)
         stats["cpsat_seeds"] = rows
         for plan in seeds:
             archive.add(plan)
             genomes.append(plan_genome(p, plan))
-    reserve = min(CHECK_SHARE * time_limit, CHECK_PER_EVALUATION * per_eval * MAX_PLANS)
+    reserve = min(PARETO_CHECK_SHARE * time_limit, PARETO_CHECK_PER_EVALUATION * per_eval * MAX_PLANS)
     if population is None:
         affordable = max(end - reserve - time.perf_counter(), 0.0) / max(per_eval, 1e-4)
         population = int(np.clip(affordable // GENERATIONS, 8, 40))
@@ -135,9 +129,10 @@ def _cpsat_seeds(p: Problem, names: tuple[str, ...], baselines: dict[str, dict[s
     """CP-SAT optima that seed the search: each modelled objective first (the others after it: the
     front's extremes), then weighted sums over a simplex lattice, the most balanced first, each
     objective scaled by its range over the baselines' and the extremes' points; as many as get
-    `MIN_SEED_S` each, in equal slices of the time left, none when the whole model would not fit
+    `PARETO_MIN_SEED_S` each, in equal slices of the time left, none when the whole model would not fit
     its slice (docs/pareto.md)."""
-    from optsched.solvers.cpsat import MODELLED_TERMS, SECONDS_PER_CANDIDATE, candidate_cap, solve_cpsat
+    from optsched.roundmodel.build import MODELLED_TERMS
+    from optsched.solvers.cpsat import solve_cpsat
 
     modelled = [n for n in names if n in MODELLED_TERMS]
     if not modelled:
@@ -145,8 +140,8 @@ def _cpsat_seeds(p: Problem, names: tuple[str, ...], baselines: dict[str, dict[s
     extremes: list[ObjectiveSpec] = [[n, *[m for m in modelled if m != n]] for n in modelled]
     lattice = sorted(_compositions(len(modelled) + 2, len(modelled)), key=lambda c: (np.ptp(c), c)) \
         if len(modelled) > 1 else []
-    count = max(1, min(len(extremes) + len(lattice), int((deadline - time.perf_counter()) / MIN_SEED_S)))
-    model_s = SECONDS_PER_CANDIDATE * candidate_cap(p) * sum(len(j.groups) for j in p.jobs)
+    count = max(1, min(len(extremes) + len(lattice), int((deadline - time.perf_counter()) / PARETO_MIN_SEED_S)))
+    model_s = estimate_build_s(p)
     plans: list[Plan] = []
     rows: list[dict[str, Any]] = []
     for i in range(count):
@@ -159,7 +154,7 @@ def _cpsat_seeds(p: Problem, names: tuple[str, ...], baselines: dict[str, dict[s
             parts = lattice[i - len(extremes)]
             spec = {n: float(c / span[n]) for n, c in zip(modelled, parts, strict=True)}
         slice_s = (deadline - time.perf_counter()) / (count - i)
-        if slice_s <= 0 or model_s > 0.4 * slice_s:
+        if slice_s <= 0 or model_s > WHOLE_MODEL_SHARE * slice_s:
             rows.append({"objective": spec, "skipped": f"a model needs about {model_s:.2f} s of {slice_s:.2f} s"})
             continue
         plan = solve_cpsat(p, objective=spec, time_limit=slice_s, seed=seed, deterministic=True)
@@ -222,16 +217,5 @@ def select_for(objective: ObjectiveSpec) -> tuple[tuple[str, ...], SelectRule]:
     return names, rule
 
 
-def solve_nsga2(p: Problem, *, objective: ObjectiveSpec, time_limit: float, seed: int, started: float) -> Plan:
-    """The plan `objective` selects from the round's Pareto set (see `select_for`)."""
-    names, rule = select_for(objective)
-    front = pareto_problem(p, names, time_limit=time_limit, seed=seed, started=started)
-    plan = front.select(rule)
-    stats = plan.solver.model_copy(update={"name": "nsga2", "wall_s": time.perf_counter() - started, "seed": seed,
-                                           "extra": {**front.stats, "front_size": len(front),
-                                                     "objectives": list(names), "selected_by": rule}})
-    return plan.model_copy(update={"solver": stats})
-
-
 __all__ = ["DEFAULT_OBJECTIVES", "ParetoSet", "exact_front", "hypervolume", "pareto", "pareto_problem",
-           "solve_nsga2"]
+           "select_for"]

@@ -1,6 +1,6 @@
 """The exact Pareto front of a small round with CP-SAT (docs/pareto.md, "Exact fronts").
 
-The round model is the CP-SAT one (`CpsatRound` and every encoding of `ENCODINGS`) with every
+The round model is the shared one (`RoundModel` and every encoding of `ENCODINGS`) with every
 eligible node a candidate and, by default, no evictions (as the NSGA-II decoder). Every point is
 an optimum CP-SAT proves; a point not proven within the time ends the loop, the set is then a
 subset of the front, and `stats["complete"]` says so.
@@ -30,8 +30,11 @@ from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan, SolverStats
 from optsched.pareto.front import ParetoSet, check_objectives
 from optsched.problem import Problem
-from optsched.solvers.cpsat import ENCODINGS, _decode, _hint, solver_parameters
-from optsched.solvers.cpsat.variables import CpsatRound
+from optsched.roundmodel.build import ENCODINGS
+from optsched.roundmodel.decode import decode
+from optsched.roundmodel.hint import apply_hint
+from optsched.roundmodel.variables import RoundModel
+from optsched.solvers.cpsat.params import solver_parameters
 
 MAX_NODES = 64
 """Rounds with more nodes are refused: the exact front is a yardstick for small instances."""
@@ -53,7 +56,7 @@ def exact_front(p: Problem, objectives: Sequence[str], *, time_limit: float = 60
     evictable = preemption.evictable_jobs(p, len(p.running)) if evictions and p.running and p.jobs else []
     if provision is None:
         provision = bool(p.pool_max_nodes.sum() > 0)
-    r = CpsatRound.whole_round(p, evictable, max_candidates=p.n_nodes, wanted=frozenset(names), provision=provision)
+    r = RoundModel.whole_round(p, evictable, max_candidates=p.n_nodes, wanted=frozenset(names), provision=provision)
     r.build_variables()
     for _name, encode in ENCODINGS:
         encode(r)
@@ -91,13 +94,13 @@ def exact_front(p: Problem, objectives: Sequence[str], *, time_limit: float = 60
         if status != cp_model.OPTIMAL:
             break
         base = r.base  # decoding with evictions replaces it by the kept jobs' ledger
-        plan = _decode(r, solver, SolverStats(name="exact", status="optimal", seed=seed))
+        plan = decode(r, solver, SolverStats(name="exact", status="optimal", seed=seed))
         r.base = base
         if plan is None or check_problem(p, plan):
             raise RuntimeError("exact front: a model plan failed to decode or to pass the check (a model bug)")
         plans.append(plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()}))
         z = [int(solver.value(t.expr)) for t in terms]
-        _hint(r, list(solver.response_proto.solution))  # the next point is often a small change
+        apply_hint(r, list(solver.response_proto.solution))  # the next point is often a small change
         if len(names) == 2:  # epsilon: the second objective strictly better than here
             r.model.add(terms[1].expr >= z[1] + 1 if terms[1].maximise else terms[1].expr <= z[1] - 1)
             continue

@@ -9,27 +9,25 @@ ascend-910b-4k), and it proved the candidate-capped model optimal on 3 of the fo
 300-job rounds at 10 s. `cpsat` is the one that works where the whole model does not fit
 (its neighbourhood search) and on rounds that may evict (its eviction steps; `milp` has not
 been measured there). So:
-So:
 
-- rounds whose whole model would take more than 40% of the limit to build go to `cpsat`
-  (the estimate `cpsat` itself uses to choose between one model and neighbourhoods);
+- rounds whose whole model would take more than `WHOLE_MODEL_SHARE` of the limit to build go to
+  `cpsat` (`estimate_build_s`, the estimate `cpsat` itself uses to choose between one model and
+  neighbourhoods);
 - rounds with running jobs a queued job may evict go to `cpsat`;
 - the rest go to `milp`.
 """
 
 from __future__ import annotations
 
+from optsched.budget import WHOLE_MODEL_SHARE, estimate_build_s
 from optsched.concerns.tenancy import preemption
 from optsched.problem import Problem
 
 
 def choose_backend(p: Problem, time_limit: float) -> tuple[str, str]:
     """(``"milp"`` or ``"cpsat"``, why) for the round and time limit (module docstring)."""
-    from optsched.solvers.cpsat import SECONDS_PER_CANDIDATE, candidate_cap  # lazy: OR-Tools
-
-    groups = sum(len(j.groups) for j in p.jobs)
-    model_s = SECONDS_PER_CANDIDATE * candidate_cap(p) * groups
-    if model_s > 0.4 * time_limit:
+    model_s = estimate_build_s(p)
+    if model_s > WHOLE_MODEL_SHARE * time_limit:
         return "cpsat", f"a whole model would take about {model_s:.1f} s to build: cpsat's neighbourhoods"
     if p.jobs and any(preemption.preemptors(p, v) for v in p.running):
         return "cpsat", "running jobs may be evicted: cpsat's eviction steps"

@@ -40,18 +40,20 @@ def guided_order(p: Problem, admitted: dict[str, float]) -> list[JobSpec]:
 
 
 def guided_plan(p: Problem, bound: ValueBound, strategies: Sequence[str], *, deadline: float,
-                incumbent: Plan, goal: Objective, seed: int = 0) -> tuple[Plan, dict[str, float]]:
+                incumbent: Plan, goal: Objective, seed: int = 0) -> tuple[Plan, dict[str, float | None]]:
     """Run each strategy in the guided order while the last run's time still fits before
     `deadline` (perf_counter seconds); return the best of `incumbent` and the guided plans, and
-    the admitted value of each guided run (by label). A run cut by the deadline is discarded."""
-    tried: dict[str, float] = {}
+    the admitted value of each guided run (by label; None for a run cut by the deadline, which is
+    discarded)."""
+    tried: dict[str, float | None] = {}
     if not bound.admitted:
         return incumbent, tried
     order = guided_order(p, bound.admitted)
     best = incumbent
     best_terms = incumbent.objective or evaluate_problem(p, incumbent).objective()
     last = incumbent.solver.wall_s
-    timed = incumbent.solver.extra.get("seconds", {})  # per baseline, when `auto` made the incumbent
+    portfolio = incumbent.solver.portfolio  # seconds per baseline, when the greedy portfolio made the incumbent
+    timed = {} if portfolio is None else portfolio.seconds
     for name in dict.fromkeys(strategies):
         begin = time.perf_counter()
         if begin + float(timed.get(name, last)) > deadline:
@@ -59,7 +61,7 @@ def guided_plan(p: Problem, bound: ValueBound, strategies: Sequence[str], *, dea
         plan = solve_greedy(p, name, time_limit=deadline - begin, seed=seed, order=order, label=f"{name}+lp")
         last = time.perf_counter() - begin
         if any(d.reason == "time_limit" for d in plan.deferred):
-            tried[f"{name}+lp"] = float("nan")
+            tried[f"{name}+lp"] = None
             break
         terms = evaluate_problem(p, plan).objective()
         tried[f"{name}+lp"] = terms["admitted_value"]

@@ -15,42 +15,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from optsched.budget import KUEUE_BY, Budget
 from optsched.concerns.tenancy import preemption, quota
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Plan
+from optsched.model.stats import CandidateStats, SolverStats, StartStats, ValueBoundStats
 from optsched.objective import Objective, ObjectiveSpec
 from optsched.problem import JobSpec, Problem
+from optsched.roundmodel.decode import NOT_ADMITTED
 from optsched.solvers import guided
 from optsched.solvers.bound import ValueBound, relaxed_base, value_bound
 from optsched.solvers.greedy import STRATEGIES
+from optsched.solvers.portfolio import GREEDY_ORDER, solve_portfolio
 from optsched.view import PlanView
-
-GREEDY_SECONDS_PER_JOB = 3.5e-4
-"""A greedy pass over the queue takes about this long per job (best-fit: 0.23-0.25 s for 1,000
-jobs on mixed-cloud-10k at 2x load, benchmarks/results/tenancy.md), rounded up. The Kueue plan goes
-first only when the time limit holds two such passes (it preempts during the first `KUEUE_PREEMPTS` of it)."""
-
-
-KUEUE_PREEMPTS = (0.5, 0.7)
-"""Share of the time limit in which the Kueue candidate may preempt (then it only admits what
-fits): the first below `KUEUE_LONG` greedy passes of time, the second above. On mixed-cloud-10k
-(1,000 jobs; Kueue alone 5.8-7.6 s on this machine), 0.5 vs 0.7 gave 0.87 / 0.65 / 0.76 vs 0.83 /
-0.62 / 0.67 of Kueue's value at 1 s (load 2), and 0.98 / 0.9993 / 0.98 vs 1.0 / 1.0 / 1.0 at 10 s
-(load 4), seeds 0-2 (a profile run beside benchmarks/results/cpsat.md)."""
-
-KUEUE_LONG = 10
-"""Greedy passes (`GREEDY_SECONDS_PER_JOB` x jobs) of time limit above which the Kueue candidate
-preempts for the longer share: a Kueue plan takes about 4-10 passes on mixed-cloud-10k."""
-
-
-LP_SECONDS_PER_JOB = 1e-4
-"""Time the value bound is expected to take per queued job (0.039-0.061 s for 1,000 jobs on
-mixed-cloud-10k, benchmarks/results/bound.md; 0.12 s for 10,000 jobs, results/huge.md), rounded
-up: it is computed only when it should end within the time limit."""
-
-
-NOT_ADMITTED = "not admitted by the model"
-"""Deferral detail of a job a model left out (`explain_deferred` turns it into a reason)."""
 
 
 @dataclass
@@ -61,8 +38,7 @@ class Start:
     name: str
     """The solver that returns the plan (``cpsat`` or ``milp``)."""
     goal: Objective
-    start: float
-    """When the call began (perf_counter seconds)."""
+    budget: Budget
     seed: int
     fallback: Plan
     """The best plan found without a model (the hint)."""
@@ -72,44 +48,49 @@ class Start:
     """The fallback was cut by the clock: no time is left for a model."""
     lp: ValueBound | None = None
     """The value bound of the round (None when there was no time for it)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """What the solver reports in `SolverStats.extra`."""
+    found: dict[str, Any] = field(default_factory=dict)
+    """The fields of `StartStats` learned so far."""
     fallback_terms: dict[str, float] = field(default_factory=dict)
 
-    def guide(self, time_limit: float, share: float) -> None:
+    @property
+    def start(self) -> float:
+        """When the call began (perf_counter seconds)."""
+        return self.budget.start
+
+    def guide(self, share: float) -> None:
         """Compute the value bound when it fits in the time limit, and rerun the best baselines in
         the order it guides (kept only when better) within `share` of the time limit."""
-        p, start = self.p, self.start
-        lp_s = LP_SECONDS_PER_JOB * len(p.jobs)
-        lp = value_bound(p, relaxed_base(p)) if time.perf_counter() + lp_s < start + time_limit else None
+        p = self.p
+        lp = value_bound(p, relaxed_base(p)) if self.budget.fits_value_bound(p) else None
         if lp is not None:
-            self.extra["value_bound"] = {"value": lp.value, "s": round(lp.seconds, 4), "status": lp.status}
+            self.found["value_bound"] = ValueBoundStats(value=lp.value, s=round(lp.seconds, 4), status=lp.status)
             base_strategy = self.fallback.solver.name.split(":")[-1]
-            self.fallback, self.extra["guided"] = guided.guided_plan(
+            self.fallback, tried = guided.guided_plan(
                 p, lp, [s for s in (base_strategy, "first-fit", "best-fit") if s in STRATEGIES], goal=self.goal,
-                seed=self.seed, incumbent=self.fallback, deadline=start + share * time_limit)
+                seed=self.seed, incumbent=self.fallback, deadline=self.budget.at(share))
+            self.found["guided"] = tried
         self.lp = lp
-        self.extra["hint"] = self.fallback.solver.name
+        self.found["hint"] = self.fallback.solver.name
         self.fallback_terms = self.fallback.objective or evaluate_problem(p, self.fallback).objective()
 
-    def finish(self, plan: Plan, status: str, *, model_bound: float | None = None, **more: Any) -> Plan:
-        """Stamp the plan; bound = the tighter of the LP bound and an exact model's bound. Where
-        nodes may be provisioned, the LP bound (existing nodes only) is reported in `extra`, not
-        as the round's bound."""
+    def finish(self, plan: Plan, status: str, *, model_bound: float | None = None, **fields: Any) -> Plan:
+        """Stamp the plan: its metrics, the solver's statistics (`fields` are `SolverStats`
+        fields), bound = the tighter of the LP bound and an exact model's bound, and the gap.
+        Where nodes may be provisioned, the LP bound (existing nodes only) is reported as
+        `lp_bound_existing_nodes`, not as the round's bound."""
         p = self.p
         terms = self.fallback_terms if plan is self.fallback \
             else (plan.objective or evaluate_problem(p, plan).objective())
         lp = None if self.lp is None else self.lp.value
         if lp is not None and p.pool_max_nodes.sum() > 0:  # the LP relaxes existing nodes only
-            more = {**more, "lp_bound_existing_nodes": lp}
+            fields = {**fields, "lp_bound_existing_nodes": lp}
             lp = None
         bounds = [b for b in (lp, model_bound) if b is not None]
         bound = min(bounds) if bounds else None
         gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(abs(bound), 1e-9))
         plan = explain_deferred(p, plan)
-        stats = plan.solver.model_copy(update={
-            "name": self.name, "status": status, "wall_s": time.perf_counter() - self.start, "seed": self.seed,
-            "extra": {**self.extra, **more}, "bound": bound, "gap": gap})
+        stats = SolverStats(name=self.name, status=status, wall_s=self.budget.elapsed(), seed=self.seed,
+                            bound=bound, gap=gap, start=StartStats(**self.found), **fields)
         return plan.model_copy(update={"objective": terms, "solver": stats})
 
 
@@ -128,9 +109,8 @@ def explain_deferred(p: Problem, plan: Plan) -> Plan:
 
 def finish_early(p: Problem, name: str, plan: Plan, start: float, seed: int, reason: str) -> Plan:
     """Return the greedy plan as a `fallback` without building a model."""
-    stats = plan.solver.model_copy(update={"name": name, "status": "fallback", "seed": seed,
-                                           "wall_s": time.perf_counter() - start,
-                                           "extra": {"hint": plan.solver.name, "reason": reason}})
+    stats = SolverStats(name=name, status="fallback", seed=seed, wall_s=time.perf_counter() - start,
+                        start=StartStats(hint=plan.solver.name), reason=reason)
     terms = plan.objective or evaluate_problem(p, plan).objective()
     return plan.model_copy(update={"objective": terms, "solver": stats})
 
@@ -150,52 +130,49 @@ def _kueue_candidate(p: Problem, time_limit: float, seed: int, *, preempt_until:
     return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
 
 
-def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, time_limit: float, seed: int, start: float,
+def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Budget, seed: int,
                   hint: Plan | None, share: float) -> Start:
     """The best plan without a model (module docstring), before `Start.guide`. The greedy
     baselines after the first and the Kueue plan on a multi-tenant round run only within `share`
-    of the time limit (the rest is the model's)."""
+    of the time limit (the rest is the model's). A `hint` (an initial plan) replaces them."""
     goal = Objective.parse(objective)
     # running jobs some queued job may evict: the bound treats them as gone, the model decides
     may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
-    extra: dict[str, Any] = {}
+    found: dict[str, Any] = {}
     kueue: Plan | None = None
-    if hint is None and may_go and time_limit >= 2 * GREEDY_SECONDS_PER_JOB * len(p.jobs):
+    time_limit, start = budget.limit, budget.start
+    if hint is None and may_go and budget.greedy_passes(p) >= 2:
         # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
         # the Kueue plan first, preempting in the first part of the time only (`KUEUE_PREEMPTS`)
-        part = KUEUE_PREEMPTS[time_limit >= KUEUE_LONG * GREEDY_SECONDS_PER_JOB * len(p.jobs)]
-        kueue = _kueue_candidate(p, time_limit, seed, preempt_until=start + part * time_limit,
-                                 until=start + 0.85 * time_limit)
+        kueue = _kueue_candidate(p, time_limit, seed, preempt_until=budget.at(budget.kueue_preempts_share(p)),
+                                 until=budget.at(KUEUE_BY))
     grown: Plan | None = None
-    if hint is None and p.pool_max_nodes.sum() > 0 \
-            and time.perf_counter() + 2 * GREEDY_SECONDS_PER_JOB * len(p.jobs) < start + share * time_limit:
+    if hint is None and p.pool_max_nodes.sum() > 0 and budget.fits_greedy_passes(p, 2, budget.at(share)):
         # nodes may be provisioned: the karpenter plan (best-fit, then the cheapest pool per
         # pending job) is a candidate, so that a model that cannot be built whole starts from it
         from optsched.solvers.karpenter import solve_karpenter
 
-        grown = solve_karpenter(p, time_limit=max(0.0, start + share * time_limit - time.perf_counter()), seed=seed)
+        grown = solve_karpenter(p, time_limit=max(0.0, budget.left(share)), seed=seed)
         grown = grown.model_copy(update={"objective": evaluate_problem(p, grown).objective()})
     if hint is None:
-        from optsched.solve import solve_problem
-
         # the first baseline may use the whole budget, more of them only within `share` of it
-        hint = solve_problem(p, solver="greedy", objective=objective, time_limit=time_limit, seed=seed,
-                             started=start, more_within=share * time_limit)
+        hint = solve_portfolio(p, GREEDY_ORDER, objective=objective, time_limit=time_limit, seed=seed,
+                               started=start, more_within=share * time_limit)
     fallback = hint
     cut = any(d.reason == "time_limit" for d in fallback.deferred)
-    if kueue is None and p.cluster.tenants and not cut and time.perf_counter() < start + share * time_limit:
+    if kueue is None and p.cluster.tenants and not cut and time.perf_counter() < budget.at(share):
         # a multi-tenant round: the Kueue plan (admission order, borrowing) is a candidate
-        kueue = _kueue_candidate(p, time_limit, seed, preempt_until=None, until=start + share * time_limit)
+        kueue = _kueue_candidate(p, time_limit, seed, preempt_until=None, until=budget.at(share))
     if grown is not None:
         grown_terms = grown.objective or {}
-        extra["karpenter"] = {"admitted_value": grown_terms["admitted_value"], "cost": grown_terms["cost"]}
+        found["karpenter"] = CandidateStats(admitted_value=grown_terms["admitted_value"], cost=grown_terms["cost"])
         if goal.better(grown_terms, fallback.objective or evaluate_problem(p, fallback).objective()):
             fallback, cut = grown, any(d.reason == "time_limit" for d in grown.deferred)
     if kueue is not None:
         terms = kueue.objective or {}
         kueue_cut = any(d.reason == "time_limit" for d in kueue.deferred)
-        extra["kueue"] = {"admitted_value": terms["admitted_value"], "disruption": terms["disruption"],
-                          "cut": kueue_cut}
+        found["kueue"] = CandidateStats(admitted_value=terms["admitted_value"], disruption=terms["disruption"],
+                                        cut=kueue_cut)
         if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
             fallback, cut = kueue, kueue_cut  # Kueue's order wins ties
-    return Start(p, name, goal, start, seed, fallback, may_go, cut=cut, extra=extra)
+    return Start(p, name, goal, budget, seed, fallback, may_go, cut=cut, found=found)

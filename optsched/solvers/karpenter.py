@@ -29,6 +29,7 @@ import numpy as np
 from optsched.concerns import eligibility
 from optsched.model.plan import Plan, SolverStats
 from optsched.problem import BArray, IArray, JobSpec, Problem
+from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.greedy import STRATEGIES, GreedyEngine, kube_order, to_plan
 
 NOT_PROVISIONED_FOR = frozenset({"quota", "ratio", "time_limit"})
@@ -96,3 +97,13 @@ def solve_karpenter(p: Problem, *, time_limit: float = math.inf, seed: int = 0) 
     plan = to_plan(p, placed, deferred, stats)
     used = [r.node for reps in placed.values() for r in reps]
     return plan.model_copy(update={"provisioning": eligibility.provisioning_of(p, used)})
+
+
+def _run_karpenter(p: Problem, run: RunSpec) -> Plan:
+    left = max(0.0, run.started + run.time_limit - time.perf_counter())
+    return stamped(p, solve_karpenter(p, time_limit=left, seed=run.seed), run)
+
+
+SOLVERS = [SolverInfo("karpenter", "best-fit, then the cheapest provisionable nodes for what is left",
+                      _run_karpenter)]
+"""The `karpenter` baseline (`optsched.solvers.registry`)."""

@@ -50,6 +50,7 @@ from optsched.concerns.tenancy import preemption, quota
 from optsched.ledger import EPS, PlacedReplica, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, JobSpec, Problem
+from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, to_plan
 
 PLACEMENT = "best-fit"
@@ -359,3 +360,13 @@ def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0,
     plan = to_plan(p, placed, deferred, SolverStats(name="kueue", status="heuristic", wall_s=wall, seed=seed))
     evictions = [engine.evictions[j.id] for j in p.running if j.id in engine.evictions]
     return plan.model_copy(update={"evictions": evictions})
+
+
+def _run_kueue(p: Problem, run: RunSpec) -> Plan:
+    left = max(0.0, run.started + run.time_limit - time.perf_counter())
+    return stamped(p, solve_kueue(p, time_limit=left, seed=run.seed), run)
+
+
+SOLVERS = [SolverInfo("kueue", "Kueue's queues, quota, borrowing and classic preemption, best-fit placement",
+                      _run_kueue)]
+"""The `kueue` baseline (`optsched.solvers.registry`)."""

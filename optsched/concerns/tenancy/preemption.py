@@ -32,11 +32,11 @@ import numpy as np
 from optsched.concerns.base import Violation
 from optsched.ledger import EPS, Ledger, flavor_use
 from optsched.model.plan import Eviction, Plan
-from optsched.problem import BArray, FArray, JobSpec, Problem
+from optsched.problem import BArray, Derived, FArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 
 def lost_gpu_hours(p: Problem, job: JobSpec) -> float:
@@ -46,11 +46,12 @@ def lost_gpu_hours(p: Problem, job: JobSpec) -> float:
 
 def running_usage_before(p: Problem) -> np.ndarray:
     """Quota usage (T x F) of all running jobs at the start of the round."""
-    key = ("running_quota",)
-    if key not in p._cache:
-        p._cache[key] = Ledger.with_running(p).quota_used.copy()
-    used: np.ndarray = p._cache[key]
-    return used
+    return p.derived(RUNNING_QUOTA)
+
+
+RUNNING_QUOTA: Derived[np.ndarray] = Derived("preemption.running_quota",
+                                             lambda p: Ledger.with_running(p).quota_used.copy())
+"""Quota usage (T x F) of all running jobs at the start of the round."""
 
 
 def held_flavors(p: Problem, job: JobSpec) -> FArray:
@@ -90,11 +91,11 @@ class RunningTable:
 
 
 def running_table(p: Problem) -> RunningTable:
-    """The `RunningTable` of the round (built once, cached on the problem)."""
-    cached = p._cache.get(("running_table",))
-    if cached is not None:
-        table: RunningTable = cached
-        return table
+    """The `RunningTable` of the round (built once per problem)."""
+    return p.derived(RUNNING_TABLE)
+
+
+def _running_table(p: Problem) -> RunningTable:
     from scipy import sparse
 
     run = p.running
@@ -119,8 +120,10 @@ def running_table(p: Problem) -> RunningTable:
     for a in (table.tenant, table.priority, table.submitted, table.started, table.preemptible, id_rank, held,
               table.lost, table.gpus):
         a.setflags(write=False)
-    p._cache[("running_table",)] = table
     return table
+
+
+RUNNING_TABLE: Derived[RunningTable] = Derived("preemption.running_table", _running_table)
 
 
 @dataclass(frozen=True)
@@ -319,10 +322,10 @@ class _JobTable:
 
 
 def _job_table(p: Problem) -> _JobTable:
-    cached = p._cache.get(("preemption_table",))
-    if cached is not None:
-        table: _JobTable = cached
-        return table
+    return p.derived(JOB_TABLE)
+
+
+def _build_job_table(p: Problem) -> _JobTable:
     n_t = len(p.tenant_names)
     within, reclaim, bwc = np.zeros(n_t, dtype=np.int64), np.zeros(n_t, dtype=np.int64), np.full(n_t, -np.inf)
     for i, t in enumerate(p.cluster.tenants):
@@ -336,8 +339,11 @@ def _job_table(p: Problem) -> _JobTable:
     table = _JobTable(np.array([j.tenant for j in p.jobs], dtype=np.int64),
                       np.array([j.priority for j in p.jobs], dtype=np.int64),
                       np.array([j.submitted_at for j in p.jobs], dtype=float), may_use, within, reclaim, bwc)
-    p._cache[("preemption_table",)] = table
     return table
+
+
+JOB_TABLE: Derived[_JobTable] = Derived("preemption.job_table", _build_job_table)
+"""Per queued job and tenant, what `preemptors` reads."""
 
 
 def preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None = None) -> Preemptors:
@@ -373,7 +379,7 @@ def preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None = None) -
     return Preemptors(pick[0], pick[1], [p.jobs[i] for i in np.flatnonzero(nominal)], flavor)
 
 
-def _uses(r: CpsatRound, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]) -> Any:
+def _uses(r: RoundModel, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]) -> Any:
     """A literal that is true exactly when `job` is admitted with some replica using flavor `f`."""
     p = r.p
     if sure_flavors(p, job)[f]:
@@ -391,7 +397,7 @@ def _uses(r: CpsatRound, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]
     return lit
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: which evictable running jobs go, why, and the work they lose (P1-P4).
 
     Per evictable job k: ``keep[k] + pre[k] + rec[k] = 1`` (P1); ``pre[k]`` needs an admitted
@@ -469,7 +475,7 @@ def cpsat(r: CpsatRound) -> None:
         r.term_ub["evictions"] = len(lost_terms)
 
 
-def hold_fixed_reclaims(r: CpsatRound, plan: Plan, view: PlanView) -> None:
+def hold_fixed_reclaims(r: RoundModel, plan: Plan, view: PlanView) -> None:
     """In a neighbourhood of `plan`: the reclaims it does not decide stay legal (P5).
 
     A reclaim whose preemptor is outside the model and ends the plan within nominal quota keeps

@@ -26,7 +26,7 @@ from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
-    from optsched.solvers.cpsat.variables import CpsatRound
+    from optsched.roundmodel.variables import RoundModel
 
 
 def problems(p: Problem, used: FArray, touched: BArray | None = None) -> list[tuple[str, str, dict[str, float]]]:
@@ -162,7 +162,7 @@ def _dims(p: Problem, group: Any, node: int) -> FArray:
     return use
 
 
-def fairness_cpsat(r: CpsatRound) -> None:
+def fairness_cpsat(r: RoundModel) -> None:
     """CP-SAT: the `fairness` term (F1-F3), built only when the objective asks for it.
 
     Per tenant t and dimension d (resource or device model) with capacity C_d: usage u_td = fixed
@@ -233,7 +233,7 @@ def fairness_cpsat(r: CpsatRound) -> None:
     r.term_ub["fairness"] = 2 * FAIR_SCALE * total_w * n_t
 
 
-def cpsat(r: CpsatRound) -> None:
+def cpsat(r: RoundModel) -> None:
     """CP-SAT: nominal, borrowing and lending per tenant and flavor, in thousandths (Q1-Q3).
 
     Usage = the kept running jobs in `base` + evictable running jobs while kept + new placements.

@@ -13,21 +13,30 @@ after another (on 2 cores both are CP-SAT's workers).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-from ortools.sat.python import cp_model
 
-from optsched.check import check_problem
+from optsched.budget import (
+    FIRST_STEP_SECONDS,
+    STEP_BUILD_SHARE,
+    STEP_HINT_SHARE,
+    STEP_SOLVE_LEAST_S,
+    STEP_SOLVE_PER_BUILD,
+    STEP_SOLVE_SHARE,
+    STEP_VARIABLES_SHARE,
+)
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import preemption
 from optsched.ledger import Ledger, crossed_domains
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
+from optsched.model.stats import StepStats
 from optsched.objective import Objective
 from optsched.problem import BArray, FArray, IArray, JobSpec, Problem, priority_weight
-from optsched.solvers.cpsat.variables import BuildTimeout, CpsatRound
+from optsched.roundmodel.variables import RoundModel
+from optsched.solvers.cpsat.pipeline import StepTimes, SubModel, solve_submodel
 from optsched.view import PlanView
 
 MAX_CANDIDATES = 24
@@ -36,24 +45,14 @@ MAX_CANDIDATES = 24
 NEIGHBOURHOOD_NODES = 96
 """Nodes per neighbourhood (whole leaf domains are added until at least this many)."""
 
-BUILD_SHARE = 0.15
-"""Share of the time left that one neighbourhood's model may take to build (its solve gets up to
-twice the step's build time, so a step takes about 45% of what is left and two or more fit)."""
-
 SLOTS_PER_STEP = 16
 """Unopened provisioning slots per pool a neighbourhood may open (docs/formulation.md K3-K4)."""
 
-FIRST_STEP_SECONDS = 0.25
-"""A first step starts only with this much time left (later ones: as long as the longest step so
-far). In a profile, a first step on mixed-cloud-10k with 1,000 jobs took 0.25 s to build and
-complete its hint (view, ledger, model), and one started with 0.05 s left overran a 1 s round."""
-
-
 @dataclass
 class SearchLog:
-    """What the neighbourhood search did: one row per neighbourhood, for `solver.extra`."""
+    """What the neighbourhood search did: one record per neighbourhood (`SolverStats.steps`)."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[StepStats] = field(default_factory=list)
     improved: int = 0
 
 
@@ -141,26 +140,40 @@ def _job_worth(job: JobSpec) -> float:
     return priority_weight(job.priority) * sum(max(g.gpu, 1e-3) * max(g.rmin, 1) for g in job.groups)
 
 
+def _holding_reclaims(plan: Plan, view: PlanView) -> Callable[[RoundModel], None]:
+    """The extra constraints of a neighbourhood of `plan`: the reclaims it does not decide stay legal."""
+    return lambda r: preemption.hold_fixed_reclaims(r, plan, view)
+
+
+def _beats(goal: Objective, terms: dict[str, float]) -> Callable[[dict[str, float]], bool]:
+    return lambda other: goal.better(other, terms)
+
+
+def _step_times(began: float, deadline: float) -> StepTimes:
+    """The times of a neighbourhood step that `began` (perf_counter seconds; `optsched.budget`,
+    "sub-model steps")."""
+    left = deadline - time.perf_counter()
+
+    def solve_s(_t0: float, _phase: int, _phases: int) -> float:
+        now = time.perf_counter()  # at most twice the step so far, leaving time to merge and check
+        return min(STEP_SOLVE_SHARE * (deadline - now), max(STEP_SOLVE_LEAST_S, STEP_SOLVE_PER_BUILD * (now - began)))
+
+    return StepTimes(variables_by=time.perf_counter() + STEP_VARIABLES_SHARE * left, encode_by=deadline,
+                     hint_s=lambda: STEP_HINT_SHARE * (deadline - time.perf_counter()), solve_s=solve_s,
+                     discard_after=deadline)
+
+
 def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: int, num_workers: int,
             seconds_per_group: float) -> tuple[Plan, SearchLog]:
     """Improve `plan` neighbourhood by neighbourhood until `deadline` (perf_counter seconds).
 
-    Each neighbourhood's model gets as many groups as can be built in `BUILD_SHARE` of the time left
-    (`seconds_per_group` is the measured build cost of one group's candidates).
+    Each neighbourhood's model gets as many groups as can be built in `STEP_BUILD_SHARE` of the
+    time left (`seconds_per_group` is the measured build cost of one group's candidates), and goes
+    through the sub-model pipeline (`optsched.solvers.cpsat.pipeline`).
     """
-    from optsched.solvers.cpsat import (
-        _decode,
-        _hint,
-        _objective,
-        _weights,
-        complete_hint,
-        encode_all,
-        solver_parameters,
-    )
-
     log = SearchLog()
-    # the model is exact-lexicographic (`_weights`): steps are compared the same way, so that small
-    # gains within a tolerance add up instead of being thrown away one by one
+    # the model is exact-lexicographic (`objective_weights`): steps are compared the same way, so
+    # that small gains within a tolerance add up instead of being thrown away one by one
     exact = goal if goal.weights is not None else Objective(order=goal.order)
     best = plan
     best_terms = plan.objective or evaluate_problem(p, plan).objective()
@@ -200,7 +213,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         preemptors = {ev.by for ev in best.evictions}
         inside = [job_id for job_id, reps in view.by_job.items()
                   if job_id not in preemptors and all(chosen[r.node] for r in reps)]
-        groups_per_model = max(8, int(BUILD_SHARE * (deadline - time.perf_counter()) / seconds_per_group))
+        groups_per_model = max(8, int(STEP_BUILD_SHARE * (deadline - time.perf_counter()) / seconds_per_group))
         budget = groups_per_model - sum(len(p.jobs[p.job_index[j]].groups) for j in inside)
         movable = [p.jobs[p.job_index[j]] for j in inside]
         for job in deferred:
@@ -209,67 +222,34 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
             if any((eligibility.mask(p, job, g) & chosen).any() for g in job.groups):
                 movable.append(job)
                 budget -= len(job.groups)
-        ids = {j.id for j in movable}
         base = full.copy()  # the best plan without the movable jobs
         for job in movable:
             base.add_replicas(job, view.by_job.get(job.id, []), sign=-1.0)
-        r = CpsatRound(p, base, sorted(movable, key=lambda j: j.index), max_candidates=MAX_CANDIDATES,
+        r = RoundModel(p, base, sorted(movable, key=lambda j: j.index), max_candidates=MAX_CANDIDATES,
                        hint=best, allowed=chosen, wanted=goal.terms(), provision=bool(p.pool_max_nodes.sum() > 0))
-        row: dict[str, Any] = {"step": step, "nodes": int(chosen.sum()), "placed": len(inside),
-                               "deferred": len(movable) - len(inside), "left_s": round(deadline - t0, 3)}
-        log.rows.append(row)
-        left = deadline - time.perf_counter()
-        try:
-            encode_all(r, deadline, variables_by=time.perf_counter() + 0.5 * left)
-        except BuildTimeout:
-            row["result"] = "build timeout"
+        row = {"kind": "neighbourhood", "step": step, "nodes": int(chosen.sum()), "placed": len(inside),
+               "deferred": len(movable) - len(inside), "left_s": round(deadline - t0, 3)}
+        sub = SubModel(r, goal, start=best, rest=best, constrain=_holding_reclaims(best, view),
+                       phases_allowed=False, skip_unimproved=True, seed=seed + step, num_workers=num_workers)
+        out = solve_submodel(sub, _step_times(t0, deadline), better=_beats(exact, best_terms))
+        row.update(build_s=None if out.build_s is None else round(out.build_s, 3),
+                   hint_s=None if out.hint_s is None else round(out.hint_s, 3), cpsat=out.status_name() or None)
+        if out.result == "build timeout":
+            log.rows.append(StepStats(**row, result="build timeout"))
             break
-        preemption.hold_fixed_reclaims(r, best, view)
-        weights, _ = _weights(r, goal)
-        r.model.maximize(_objective(r, weights))
-        row["build_s"] = round(time.perf_counter() - t0, 3)
-        status, values = complete_hint(r, 0.25 * (deadline - time.perf_counter()), seed)
-        row["hint_s"] = round(time.perf_counter() - t0 - row["build_s"], 3)
-        if values is None:
-            row["result"] = f"hint {status}"
-            continue
-        _hint(r, values)
-        solver = cp_model.CpSolver()
-        now = time.perf_counter()  # solve for at most twice the step's build time, leaving time to merge
-        solver_parameters(solver, time_limit=min(0.8 * (deadline - now), max(0.1, 2 * (now - t0))), seed=seed + step,
-                          num_workers=num_workers, deterministic=False, n_variables=len(r.model.proto.variables))
-        got = solver.solve(r.model)
-        row["cpsat"] = solver.status_name(got)
-        if time.perf_counter() > deadline:
-            row["result"] = "out of time"
+        if out.result == "out of time":
+            log.rows.append(StepStats(**row, result=out.result))
             break
-        if got not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if not out.ok:
+            log.rows.append(StepStats(**row, result=out.result,
+                                      s=round(time.perf_counter() - t0, 3) if out.plan is not None else None))
             continue
-        objective = r.model.proto.objective  # maximised: stored negated, with scaling_factor -1
-        raw = sum(c * values[v] for v, c in zip(objective.vars, objective.coeffs, strict=True)) + objective.offset
-        hinted = (objective.scaling_factor or 1.0) * raw
-        if solver.objective_value <= hinted + 0.5:
-            row["result"] = "no better in the model"
-            continue
-        sub = _decode(r, solver, best.solver)
-        if sub is None:
-            row["result"] = "decode failed (a model bug)"
-            continue
-        placements = [pl for pl in best.placements if pl.job not in ids] + sub.placements
-        merged = Plan(placements=placements, deferred=[d for d in best.deferred if d.job not in ids] + sub.deferred,
-                      evictions=best.evictions, solver=best.solver,
-                      provisioning=eligibility.provisioning_of(p, (p.node_index[pl.node] for pl in placements)))
-        terms = evaluate_problem(p, merged).objective()
-        row["s"] = round(time.perf_counter() - t0, 3)
-        if not exact.better(terms, best_terms):
-            row["result"] = "no better"
-            continue
-        violations = check_problem(p, merged)
-        if violations:
-            row["result"] = f"merged plan failed the check (a model bug): {violations[0]}"
-            continue
-        row["result"] = f"admitted_value {best_terms['admitted_value']:.1f} -> {terms['admitted_value']:.1f}"
-        best, best_terms = merged.model_copy(update={"objective": terms}), terms
+        assert out.plan is not None
+        terms = out.terms
+        log.rows.append(StepStats(**row, s=round(time.perf_counter() - t0, 3),
+                                  result=f"admitted_value {best_terms['admitted_value']:.1f} -> "
+                                         f"{terms['admitted_value']:.1f}"))
+        best, best_terms = out.plan, terms
         view = None
         log.improved += 1
     return best, log

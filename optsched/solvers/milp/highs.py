@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import highspy
 import numpy as np
 
+from optsched.budget import HIGHS_FIRST_LEVEL_SHARE
 from optsched.problem import FArray, IArray
 from optsched.solvers.milp.translate import INFINITE, MilpArrays
 
@@ -109,18 +110,12 @@ def run_until(h: highspy.Highs, end: float) -> bool:
     return done.wait(max(0.0, end - time.perf_counter()) + RUN_GRACE)
 
 
-FIRST_SHARE = 0.85
-"""Share of the time left that the first level of a lexicographic order gets: the later levels
-(disruption, topology, evictions at a fixed value) mostly end early; with 0.7, 10 s rounds on
-dgx-h100-1k ended after 6.9-7.8 s with the first level cut (benchmarks/results/milp.md, first run)."""
-
-
 RUN_GRACE = 0.05
 """Seconds a HiGHS run may go past its level's end before it is abandoned."""
 
 
 def solve_levels(m: MilpArrays, levels: list[Level], *, start_values: FArray, start_index: IArray | None = None,
-                 deadline: float, mip_gap: float, seed: int, first_share: float = FIRST_SHARE) -> Outcome:
+                 deadline: float, mip_gap: float, seed: int, first_share: float = HIGHS_FIRST_LEVEL_SHARE) -> Outcome:
     """Maximise the levels in order by `deadline` (perf_counter seconds), from `start_values` (a
     feasible assignment of every column, or of the columns `start_index` only: HiGHS completes a
     partial start by solving the MIP with them fixed). The first level gets `first_share` of the

@@ -1,6 +1,6 @@
 """The CP-SAT round model as a MILP: the same variables, rules and terms, as sparse arrays.
 
-The concerns write the round model once (`optsched.solvers.cpsat.ENCODINGS`); this module reads
+The concerns write the round model once (`optsched.roundmodel.build.ENCODINGS`); this module reads
 that model's proto and writes the mixed-integer program HiGHS solves, so that both back ends solve
 the same model by construction (docs/formulation.md, "MILP back end"). Every CP-SAT variable is an
 integer column with the same bounds. The constraints the concerns use become rows:
@@ -268,7 +268,7 @@ def linear(expr: Any, n_cols: int) -> tuple[FArray, float]:
 
 class Assignment:
     """Values of a CP-SAT model's variables read like a `CpSolver`'s (`value(expr)`), so that the
-    CP-SAT decoding (`optsched.solvers.cpsat._decode`) turns a MILP solution into a plan."""
+    CP-SAT decoding (`optsched.roundmodel.decode.decode`) turns a MILP solution into a plan."""
 
     def __init__(self, values: IArray) -> None:
         self.values = values

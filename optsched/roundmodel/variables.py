@@ -1,6 +1,9 @@
-"""The shared variables of the CP-SAT round model, and decoding a solution into a Plan.
+"""The shared variables of the round model (docs/formulation.md, same symbols).
 
-`CpsatRound` builds what every concern talks about (see docs/formulation.md, same symbols):
+The round model is written with OR-Tools' CP-SAT modelling layer (`cp_model.CpModel`) as its
+one representation: CP-SAT solves it directly and the MILP back end translates it to sparse
+arrays for HiGHS (`optsched.solvers.milp.translate`). `RoundModel` builds what every concern
+talks about:
 
 - ``a[j]``: job j admitted (bool);
 - ``y[j, g, v]``: replicas of group g of job j on node v (integer), split into ``ym`` (replicas
@@ -11,7 +14,7 @@
   concern adds it back, times ``keep[k]``, where it counts usage (`held` lists it per node).
 
 Each concern then adds its constraints and objective terms through `add_term` (the ordered list
-in `optsched/solvers/cpsat/__init__.py`). Device indices are chosen after the nodes are fixed,
+`ENCODINGS` in `optsched.roundmodel.build`). Device indices are chosen after the nodes are fixed,
 from the per-interconnect-group and per-device counts that the devices concern adds.
 """
 
@@ -24,11 +27,12 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from optsched.budget import slot_candidates
 from optsched.concerns import eligibility
 from optsched.ledger import Ledger
 from optsched.model.plan import Plan
 from optsched.problem import BArray, GroupSpec, IArray, JobSpec, Problem, RunningPlacement
-from optsched.solvers.greedy import score_most_allocated
+from optsched.scores import score_most_allocated
 
 
 class BuildTimeout(Exception):
@@ -51,15 +55,9 @@ class Term:
     maximise: bool
 
 
-def slot_candidates(max_candidates: int) -> int:
-    """Provisioning slots per pool kept as candidates of a group beyond its `max_candidates` real
-    nodes (the first ones: slots are created in order)."""
-    return max(1, max_candidates // 2)
-
-
 @dataclass
-class CpsatRound:
-    """Variables and bookkeeping of one CP-SAT round (see module docstring)."""
+class RoundModel:
+    """Variables and bookkeeping of one round model (see module docstring)."""
 
     p: Problem
     base: Ledger
@@ -110,7 +108,7 @@ class CpsatRound:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def whole_round(cls, p: Problem, evictable: list[JobSpec], **options: Any) -> CpsatRound:
+    def whole_round(cls, p: Problem, evictable: list[JobSpec], **options: Any) -> RoundModel:
         """The model of every queued job, with the `evictable` running jobs' usage left out of
         `base` (``keep[k]`` holds it); `options` are the other fields (candidate cap, hint, ...)."""
         base = Ledger.with_running(p)

@@ -1,0 +1,67 @@
+"""Building the round model: the shared variables, then each concern's encoding, in order.
+
+`ENCODINGS` is the ordered list of the concerns' round-model encodings (each concern module holds
+its rule's check, metric term and encoding side by side: `optsched.concerns`); `encode_all`
+builds a model through it, within a deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from optsched.concerns import capacity, cost, devices, fabric, gang, locality, spread, value
+from optsched.concerns.tenancy import preemption, quota
+from optsched.roundmodel.variables import BuildTimeout, RoundModel
+
+ENCODINGS: tuple[tuple[str, Callable[[RoundModel], None]], ...] = (
+    ("gang", gang.cpsat),  # admission, min/elastic replicas, ratios
+    ("capacity", capacity.cpsat),  # per-node resources
+    ("devices", devices.cpsat),  # whole devices per interconnect group, shares per device
+    ("fabric", fabric.cpsat),  # required topology, colocation, uplinks, topology term
+    ("spread", spread.cpsat),  # topology spread skew
+    ("quota", quota.cpsat),  # nominal, borrowing, lending
+    ("fairness", quota.fairness_cpsat),  # weighted DRF deviation (when the objective names it)
+    ("provisioning", cost.provisioning_cpsat),  # which provisioning slots are created, in order
+    ("cost", cost.cpsat),  # $/h: nodes hosting work, new nodes, spot loss (when the objective names it)
+    ("locality", locality.cpsat),  # image pull and dataset read seconds (when the objective names it)
+    ("preemption", preemption.cpsat),  # which evictable running jobs go, why, and the work lost
+    ("value", value.cpsat),  # admitted value and queue delay terms
+)
+"""Each concern's CP-SAT encoding, in the order they are added (eligibility: candidate nodes)."""
+
+MODELLED_TERMS = frozenset({"admitted_value", "queue_delay", "disruption", "topology", "fairness", "cost",
+                            "locality"})
+"""Objective terms the encodings add to the model (`fragmentation` is not modelled)."""
+
+MAX_EVICTABLE = 512
+"""Running jobs the model may evict (lowest priority, least work lost first); the others stay."""
+
+
+def encode_all(r: RoundModel, deadline: float, variables_by: float) -> None:
+    """Build the variables (by `variables_by`) and every encoding of `ENCODINGS`; BuildTimeout
+    past `deadline` (perf_counter seconds). Every sub-model is built this way."""
+    r.build_variables(deadline=variables_by)
+    for name, encode in ENCODINGS:
+        if time.perf_counter() > deadline:
+            raise BuildTimeout(name)
+        encode(r)
+
+
+
+
+def encode_timed(r: RoundModel, variables_by: float, deadline: float) -> dict[str, float]:
+    """Build the whole round's model, timing each part: the variables by `variables_by`, then each
+    encoding only while the slowest part so far would still end before `deadline` (perf_counter
+    seconds); BuildTimeout (naming the part) otherwise. Returns seconds per part."""
+    t0 = time.perf_counter()
+    r.build_variables(deadline=variables_by)
+    build: dict[str, float] = {"variables": time.perf_counter() - t0}
+    for name, encode in ENCODINGS:
+        slowest = max(build.values())  # the next encoding may take as long as the slowest so far
+        if time.perf_counter() + slowest > deadline:
+            raise BuildTimeout(name)
+        t0 = time.perf_counter()
+        encode(r)
+        build[name] = time.perf_counter() - t0
+    return build

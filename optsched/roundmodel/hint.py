@@ -1,0 +1,78 @@
+"""Hints: a plan as a value of every model variable (the complete start CP-SAT and HiGHS get).
+
+`primary_values` reads the plan's admission, replica counts and kept running jobs; CP-SAT
+propagates them into every other variable (`complete_hint`), which also proves the plan
+feasible in the model: an exact model must accept a plan that passed the validator.
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from optsched.roundmodel.variables import RoundModel
+
+
+def primary_values(r: RoundModel) -> dict[int, int]:
+    """Values of the admission and count variables (by proto index) in the hint plan."""
+    values = r.hint_values()
+    admitted = {r.p.job_index[pl.job] for pl in (r.hint.placements if r.hint else [])}
+    out = {var.index: int(j in admitted) for j, var in r.a.items()}
+    for key, var in r.y.items():
+        lo, hi = values.get(key, (0, 0))
+        out[var.index] = lo + hi
+        if key in r.ye:
+            out[r.ym[key].index] = lo
+            out[r.ye[key].index] = hi
+    evicted = {r.p.running_index[ev.job] for ev in (r.hint.evictions if r.hint else [])}
+    for k, var in r.keep.items():
+        out[var.index] = int(k not in evicted)
+    return out
+
+
+def complete_hint(r: RoundModel, time_limit: float, seed: int) -> tuple[str, list[int] | None]:
+    """Complete the hint plan into a value for every model variable.
+
+    The admission and count variables are fixed to the hint plan's values in a copy of the
+    model, and CP-SAT propagates the rest (spans, crossings, device and quota variables). The
+    hint plan passed the validator, so an exact model must accept it: an infeasible completion is
+    a model bug. Returns (status name, values by variable index).
+    """
+    status, solver = solve_fixed(r, primary_values(r), time_limit, seed)
+    return status, None if solver is None else list(solver.response_proto.solution)
+
+
+def solve_fixed(r: RoundModel, fixed: dict[int, int], time_limit: float,
+                seed: int) -> tuple[str, cp_model.CpSolver | None]:
+    """CP-SAT on a copy of the model with the variables of `fixed` (proto index -> value) pinned
+    and no objective, stopping at the first solution: it completes a partial assignment, or
+    checks a complete one (another back end's solution, decoded through the returned solver).
+    Returns (status name, the solver when a solution was found)."""
+    pinned = r.model.clone()
+    for index, val in fixed.items():
+        domain = pinned.proto.variables[index].domain  # [lo, hi]: pin it to the value
+        if len(domain) != 2 or not domain[0] <= val <= domain[1]:
+            return "INFEASIBLE", None
+        domain[0] = val
+        domain[1] = val
+    pinned.clear_objective()
+    pinned.clear_hints()
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
+    solver.parameters.random_seed = seed
+    solver.parameters.num_workers = 1
+    solver.parameters.cp_model_presolve = False  # every choice is fixed: propagation completes it
+    solver.parameters.stop_after_first_solution = True
+    status = solver.solve(pinned)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return solver.status_name(status), None
+    return solver.status_name(status), solver
+
+
+def apply_hint(r: RoundModel, values: list[int]) -> int:
+    """Give CP-SAT a complete hint; returns how many variables were hinted."""
+    r.model.clear_hints()
+    for index, val in enumerate(values):
+        r.model.add_hint(r.model.get_int_var_from_proto_index(index), val)
+    return len(values)
+
+

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optsched.concerns.base import Violation
-from optsched.ledger import EPS, crossed_domains
-from optsched.problem import Derived, IArray, JobSpec, Problem
+from optsched.ledger import EPS, Ledger, crossed_domains
+from optsched.problem import BArray, Derived, IArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
@@ -47,6 +47,36 @@ def _largest_domain_gpus(p: Problem, level: int) -> float:
 
 LARGEST_DOMAIN_GPUS: Derived[float] = Derived("fabric.largest_domain_gpus", _largest_domain_gpus)
 """Devices of the largest domain of a level (real nodes)."""
+
+
+def uplink_problem(p: Problem, ledger: Ledger, job: JobSpec, nodes: IArray) -> tuple[str, str] | None:
+    """Search primitive: ("bandwidth", detail) when the job placed on `nodes` would overload an
+    uplink it crosses, given the traffic already in `ledger` (the job's own not yet added)."""
+    if not job.bandwidth or len(nodes) <= 1:
+        return None
+    crossed = crossed_domains(p, nodes)
+    over = crossed[ledger.uplink_load[crossed] + job.bandwidth > p.uplink[crossed] + EPS]
+    if not len(over):
+        return None
+    d = int(over[0])
+    return "bandwidth", (f"uplink of {p.domain_ids[d]}: {ledger.uplink_load[d]:g} + {job.bandwidth:g} Gbps > "
+                         f"{p.uplink[d]:g}")
+
+
+def colocate_mask(p: Problem, job: JobSpec, group: int, placed: list[tuple[int, int]]) -> BArray | None:
+    """Search primitive: the nodes where a replica of group `group` may go so that the job's
+    `colocate` rules still hold, given its replicas placed so far ((group, node) pairs); None
+    when no rule restricts it."""
+    mask: BArray | None = None
+    for groups, level in job.colocate:
+        if group not in groups:
+            continue
+        at = p.node_domain_at(level)
+        anchor = next((node for g, node in placed if g in groups), None)
+        if anchor is not None:
+            m = at == at[anchor]
+            mask = m if mask is None else mask & m
+    return mask
 
 
 def check(view: PlanView) -> list[Violation]:

@@ -127,12 +127,12 @@ class GenomeEngine(GreedyEngine):
         finally:
             self.prefer = None
 
-    def _place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
+    def place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
         if self.prefer is not None:
-            att = super()._place_in(job, counts, self.prefer if restrict is None else restrict & self.prefer)
+            att = super().place_in(job, counts, self.prefer if restrict is None else restrict & self.prefer)
             if att.failure is None or att.failure == "time_limit":
                 return att
-        return super()._place_in(job, counts, restrict)
+        return super().place_in(job, counts, restrict)
 
     def grow(self, job: JobSpec, placed: list[PlacedReplica], restrict: BArray | None) -> None:
         if self.grow_late[job.index] and any(g.rmax > g.rmin for g in job.groups):

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optsched.concerns import eligibility, gang, spread
+from optsched.concerns import JOB_RULES, eligibility, fabric, gang, spread
 from optsched.concerns.devices import DevicePolicy, pick
-from optsched.concerns.tenancy import quota
 from optsched.ledger import EPS, Ledger, PlacedReplica, crossed_domains
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.problem import BArray, Derived, FArray, GroupSpec, IArray, JobSpec, Problem
@@ -203,50 +202,34 @@ class GreedyEngine:
             return PlacedReplica(group.index, replica, node, devs, share, elastic), ""
         return None, "capacity"
 
-    def _rollback(self, job: JobSpec, placed: list[PlacedReplica]) -> None:
+    def rollback(self, job: JobSpec, placed: list[PlacedReplica]) -> None:
+        """Take the replicas `placed` of `job` off the ledger again (and empty the list)."""
         for r in reversed(placed):
             self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share, sign=-1.0)
             self.changed.append(r.node)
         placed.clear()
 
     def _job_ok(self, job: JobSpec, placed: list[PlacedReplica]) -> tuple[str, str]:
-        """Fabric and quota rules for the job as placed so far: (reason, detail), ('', '') when fine."""
-        p = self.p
-        if job.bandwidth and len(placed) > 1:
-            crossed = crossed_domains(p, np.array([r.node for r in placed], dtype=np.int64))
-            over = crossed[self.ledger.uplink_load[crossed] + job.bandwidth > p.uplink[crossed] + EPS]
-            if len(over):
-                d = int(over[0])
-                return "bandwidth", (f"uplink of {p.domain_ids[d]}: {self.ledger.uplink_load[d]:g} + "
-                                     f"{job.bandwidth:g} Gbps > {p.uplink[d]:g}")
-        if len(p.flavors):
-            touched = np.zeros_like(self.ledger.quota_used, dtype=bool)
-            touched[job.tenant] = True
-            broken = quota.problems(p, self.ledger.quota_used, touched)
-            if broken:
-                return "quota", broken[0][1]
+        """The job-level rules (`optsched.concerns.JOB_RULES`: uplinks, quota) for the job as
+        placed so far: (reason, detail), ('', '') when fine."""
+        nodes = np.array([r.node for r in placed], dtype=np.int64)
+        for rule in JOB_RULES:
+            broken = rule(self.p, self.ledger, job, nodes)
+            if broken is not None:
+                return broken
         return "", ""
 
     def _colocate_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
-        mask: BArray | None = None
-        for groups, level in job.colocate:
-            if group.index not in groups:
-                continue
-            at = self.p.node_domain_at(level)
-            anchor = next((r for r in placed if r.group in groups), None)
-            if anchor is not None:
-                m = at == at[anchor.node]
-                mask = m if mask is None else mask & m
-        return mask
+        return fabric.colocate_mask(self.p, job, group.index, [(r.group, r.node) for r in placed])
 
-    def _place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
+    def place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
         """Place the job's minimum counts inside `restrict`, then elastic replicas."""
         att = Attempt()
         placed = att.replicas
         for group in job.groups:
             for i in range(counts[group.index]):
                 if i % 64 == 63 and time.perf_counter() > self.deadline:  # a huge job must not overrun
-                    self._rollback(job, placed)
+                    self.rollback(job, placed)
                     att.failure = "time_limit"
                     return att
                 extra = self._colocate_restrict(job, group, placed)
@@ -254,7 +237,7 @@ class GreedyEngine:
                 rep, why = self._place_replica(job, group, i, i >= group.rmin, mask, placed)
                 if rep is None:
                     if job.gang or job.ratios:
-                        self._rollback(job, placed)
+                        self.rollback(job, placed)
                         att.failure = why
                         return att
                     break  # a non-gang job keeps the replicas that fit
@@ -264,7 +247,7 @@ class GreedyEngine:
             return att
         why, detail = self._job_ok(job, placed)
         if why:
-            self._rollback(job, placed)
+            self.rollback(job, placed)
             att.failure, att.detail = why, detail
             return att
         self.grow(job, placed, restrict)
@@ -290,7 +273,7 @@ class GreedyEngine:
                     break
                 placed.append(rep)
                 if self._job_ok(job, placed)[0]:
-                    self._rollback(job, [placed.pop()])
+                    self.rollback(job, [placed.pop()])
                     break
                 now[group.index] += 1
 
@@ -336,7 +319,7 @@ class GreedyEngine:
         last = Attempt(failure="capacity")
         for domain in attempts[:MAX_DOMAIN_ATTEMPTS]:
             restrict = None if domain is None else p.node_domain_at(domain[0]) == domain[1]
-            att = self._place_in(job, counts, restrict)
+            att = self.place_in(job, counts, restrict)
             if att.failure is None:
                 return att
             last = att
@@ -369,7 +352,7 @@ class GreedyEngine:
         placed: dict[str, list[PlacedReplica]] = {}
         deferred: dict[str, tuple[str, str]] = {}
         self.deadline = deadline
-        for job in self._iter_jobs():
+        for job in self.iter_jobs():
             if time.perf_counter() > deadline:
                 deferred[job.id] = ("time_limit", "the round's time limit ran out before this job")
                 continue
@@ -401,7 +384,7 @@ class GreedyEngine:
         """Admit one job of the round: place it (the `kueue` baseline also preempts)."""
         return self.place_job(job)
 
-    def _iter_jobs(self) -> Iterator[JobSpec]:
+    def iter_jobs(self) -> Iterator[JobSpec]:
         """Jobs in the strategy's order; Volcano's DRF order is recomputed as jobs are admitted."""
         order = self._order()
         if order is not None:

@@ -184,7 +184,7 @@ class KueueEngine(GreedyEngine):
         if ok and keep:
             return att
         if att.failure is None:
-            self._rollback(job, list(att.replicas))
+            self.rollback(job, list(att.replicas))
         self._release(victims, sign=1.0)
         return att if ok else None
 
@@ -240,7 +240,7 @@ class KueueEngine(GreedyEngine):
             chosen = [(v, reason_of[v.id]) for v in targets]
             if self._legal(job, att, chosen):
                 return att, chosen
-            self._rollback(job, list(att.replicas))
+            self.rollback(job, list(att.replicas))
             self._release(targets, sign=1.0)
         return None
 
@@ -255,7 +255,7 @@ class KueueEngine(GreedyEngine):
         return not preemption.evictions_problems(self.p, evs)
 
     # ------------------------------------------------------------------ the round
-    def _iter_jobs(self) -> Iterator[JobSpec]:
+    def iter_jobs(self) -> Iterator[JobSpec]:
         """Kueue's order: each tenant's queue by priority then age; among the heads, one that fits
         without borrowing first, then priority, then age (re-evaluated as jobs are admitted)."""
         queues: dict[int, list[JobSpec]] = {}
@@ -321,7 +321,7 @@ class KueueEngine(GreedyEngine):
         if att.failure is None and self._quota_ok(job, att, allow_borrow=True):
             return att
         if att.failure is None:
-            self._rollback(job, list(att.replicas))
+            self.rollback(job, list(att.replicas))
             att = Attempt(failure="quota", detail="its tenant reclaimed this flavor within nominal quota this "
                                                   "round and may not also borrow it")
         if att.failure not in ("capacity", "quota", "topology", "bandwidth") \

@@ -21,8 +21,8 @@ import numpy as np
 
 from optsched.concerns.base import Violation
 from optsched.concerns.tenancy import preemption
-from optsched.ledger import EPS, flavor_use
-from optsched.problem import BArray, FArray, JobSpec, Problem
+from optsched.ledger import EPS, Ledger, flavor_use
+from optsched.problem import BArray, FArray, IArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
@@ -65,6 +65,17 @@ def problems(p: Problem, used: FArray, touched: BArray | None = None) -> list[tu
                                  f"{b[f]:g} {p.flavors[f]} but lends only {lent[f]:g}",
                         {"borrowed": float(b[f]), "lendable": float(lent[f])}))
     return out
+
+
+def job_problem(p: Problem, ledger: Ledger, job: JobSpec, nodes: IArray) -> tuple[str, str] | None:
+    """Search primitive: ("quota", detail) when the job's tenant breaks a quota rule with the
+    usage in `ledger` (the job's own replicas, on `nodes`, included)."""
+    if not len(p.flavors):
+        return None
+    touched = np.zeros_like(ledger.quota_used, dtype=bool)
+    touched[job.tenant] = True
+    broken = problems(p, ledger.quota_used, touched)
+    return ("quota", broken[0][1]) if broken else None
 
 
 def min_need(p: Problem, job: JobSpec, left: FArray) -> FArray:

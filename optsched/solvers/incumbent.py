@@ -154,13 +154,14 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
 
         grown = solve_karpenter(p, time_limit=max(0.0, budget.left(share)), seed=seed)
         grown = grown.model_copy(update={"objective": evaluate_problem(p, grown).objective()})
+    given = hint is not None
     if hint is None:
         # the first baseline may use the whole budget, more of them only within `share` of it
         hint = solve_portfolio(p, GREEDY_ORDER, objective=objective, time_limit=time_limit, seed=seed,
                                started=start, more_within=share * time_limit)
     fallback = hint
     cut = any(d.reason == "time_limit" for d in fallback.deferred)
-    if kueue is None and p.cluster.tenants and not cut and time.perf_counter() < budget.at(share):
+    if not given and kueue is None and p.cluster.tenants and not cut and time.perf_counter() < budget.at(share):
         # a multi-tenant round: the Kueue plan (admission order, borrowing) is a candidate
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=None, until=budget.at(share))
     if grown is not None:

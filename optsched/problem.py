@@ -309,7 +309,9 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
     """Compile a cluster and queue into a `Problem`.
 
     With `validate` (default) the cross-references are checked first and an `InputError` lists
-    every problem; pass ``validate=False`` only for documents that came through `load_*`.
+    every problem; pass ``validate=False`` only for documents that came through `load_*`. The
+    parts are compiled in dependency order: resources and device models, pools, nodes (real, then
+    provisioning slots), topology, per-node capacity and devices, tenants and flavors, jobs.
     """
     queue = queue if queue is not None else Queue()
     if validate:
@@ -317,8 +319,44 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
         validate_queue(queue, cluster)
     resources = _resource_names(cluster, queue)
     r_index = {r: i for i, r in enumerate(resources)}
+    model_names, m_index, m_speed = _device_models(cluster)
+    pools = _pool_fields(cluster)
+    shapes = _node_shapes(cluster)
+    node_ids = tuple(s[0] for s in shapes)
+    node_index = {nid: i for i, nid in enumerate(node_ids)}
+    topology, level_of = _topology_fields(cluster, shapes)
+    devices = _device_fields(shapes, r_index, m_index, len(resources))
+    tenants = _tenant_fields(cluster, queue, r_index, m_index)
+    jobs = tuple(_compile_job(j, i, m_index, m_speed, r_index, tenants["tenant_index"], level_of, False)
+                 for i, j in enumerate(queue.jobs))
+    running = _compile_running(cluster, m_index, m_speed, r_index, tenants["tenant_index"], level_of, node_index,
+                               devices["node_dev_start"])
+    node_pool = np.array([pools["pool_index"][s[2]] if s[2] is not None else -1 for s in shapes], dtype=np.int64)
+    node_spot = np.zeros(len(shapes), dtype=bool)
+    node_price = np.zeros(len(shapes))
+    has_pool = node_pool >= 0
+    if len(pools["pool_names"]):
+        node_spot[has_pool] = pools["pool_pricing"][node_pool[has_pool]] == PRICING_CODES["spot"]
+        node_price[has_pool] = pools["pool_price"][node_pool[has_pool]]
+    del pools["pool_index"]
+    return Problem(
+        cluster=cluster, queue=queue, resources=resources, node_ids=node_ids, node_index=node_index,
+        n_real=len(cluster.nodes), node_healthy=_ro(np.array([s[4] for s in shapes], dtype=bool)),
+        node_provisioned=_ro(np.array([s[5] for s in shapes], dtype=bool)), node_pool=_ro(node_pool),
+        node_spot=_ro(node_spot), node_price=_ro(node_price), models=tuple(model_names), model_speed=_ro(m_speed),
+        **devices, **topology, **pools, **tenants,
+        jobs=jobs, running=running, job_index={j.id: j.index for j in jobs},
+        running_index={j.id: j.index for j in running},
+        node_shapes=tuple(s[3] for s in shapes),
+    )
 
-    # device models
+
+NodeRow = tuple[str, str, str | None, NodeShape, bool, bool]
+"""(id, leaf domain, pool, shape, healthy, provisioning slot) of one node."""
+
+
+def _device_models(cluster: Cluster) -> tuple[list[str], dict[str, int], FArray]:
+    """Device model names (the catalogue's, then any a node names), their index and speed."""
     model_names = list(cluster.device_models)
     for shape in [*cluster.nodes, *cluster.node_templates.values()]:
         if shape.devices and shape.devices.model not in model_names:
@@ -326,29 +364,35 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
     m_index = {m: i for i, m in enumerate(model_names)}
     m_speed = np.array([cluster.device_models[m].speed if m in cluster.device_models else 1.0
                         for m in model_names])
+    return model_names, m_index, m_speed
 
-    # pools
+
+def _pool_fields(cluster: Cluster) -> dict[str, Any]:
+    """The pools' arrays (and `pool_index`, name -> index, for the caller)."""
     pool_names = tuple(p.name for p in cluster.pools)
-    p_index = {p: i for i, p in enumerate(pool_names)}
-    pool_pricing = np.array([PRICING_CODES[p.pricing] for p in cluster.pools], dtype=np.int64)
-    pool_price = np.array([p.price_per_hour for p in cluster.pools], dtype=float)
-    pool_rate = np.array([p.interruption_rate_per_hour for p in cluster.pools], dtype=float)
-    pool_max = np.array([p.provisionable.max_nodes if p.provisionable else 0 for p in cluster.pools],
-                        dtype=np.int64)
+    return {
+        "pool_names": pool_names, "pool_index": {p: i for i, p in enumerate(pool_names)},
+        "pool_pricing": _ro(np.array([PRICING_CODES[p.pricing] for p in cluster.pools], dtype=np.int64)),
+        "pool_price": _ro(np.array([p.price_per_hour for p in cluster.pools], dtype=float)),
+        "pool_rate": _ro(np.array([p.interruption_rate_per_hour for p in cluster.pools], dtype=float)),
+        "pool_max_nodes": _ro(np.array([p.provisionable.max_nodes if p.provisionable else 0 for p in cluster.pools],
+                                       dtype=np.int64)),
+    }
 
-    # nodes: real, then provisioning slots
-    shapes: list[tuple[str, str, str | None, NodeShape, bool, bool]] = [
-        (n.id, n.domain, n.pool, n, n.healthy, False) for n in cluster.nodes]
+
+def _node_shapes(cluster: Cluster) -> list[NodeRow]:
+    """Every node: the real ones in document order, then one slot per provisionable node."""
+    shapes: list[NodeRow] = [(n.id, n.domain, n.pool, n, n.healthy, False) for n in cluster.nodes]
     for p in cluster.pools:
         if p.provisionable:
             tmpl = cluster.node_templates[p.provisionable.template]
             shapes.extend((f"{p.name}/new-{i}", p.provisionable.domain, p.name, tmpl, True, True)
                           for i in range(p.provisionable.max_nodes))
-    n_nodes = len(shapes)
-    node_ids = tuple(s[0] for s in shapes)
-    node_index = {nid: i for i, nid in enumerate(node_ids)}
+    return shapes
 
-    # topology
+
+def _topology_fields(cluster: Cluster, shapes: list[NodeRow]) -> tuple[dict[str, Any], dict[str, int]]:
+    """The domains' arrays and every node's domain per level; and level name -> index."""
     levels = tuple(cluster.topology.levels)
     level_of = {name: i for i, name in enumerate(levels)}
     level_of[NODE_LEVEL] = len(levels)
@@ -368,11 +412,19 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
             path.append(int(dom_parent[path[-1]]))
         leaf_path[int(d)] = path[::-1]
     leaf_of_node = np.array([d_index[s[1]] for s in shapes], dtype=np.int64)
-    node_dom = np.empty((n_nodes, n_levels), dtype=np.int64)
+    node_dom = np.empty((len(shapes), n_levels), dtype=np.int64)
     for leaf, path in leaf_path.items():
         node_dom[leaf_of_node == leaf] = path
+    return {"levels": levels, "domain_ids": dom_ids, "domain_index": d_index, "dom_level": _ro(dom_level),
+            "dom_parent": _ro(dom_parent), "uplink": _ro(uplink), "node_dom": _ro(node_dom)}, level_of
 
-    cap = np.zeros((n_nodes, len(resources)))
+
+def _device_fields(shapes: list[NodeRow], r_index: dict[str, int], m_index: dict[str, int],
+                   n_resources: int) -> dict[str, Any]:
+    """Per node: capacity, device model and count, largest interconnect group; per device (flat):
+    node, local index, group, model, health; per interconnect group: node and size."""
+    n_nodes = len(shapes)
+    cap = np.zeros((n_nodes, n_resources))
     node_model = np.full(n_nodes, -1, dtype=np.int64)
     node_dev_count = np.zeros(n_nodes, dtype=np.int64)
     node_max_group = np.zeros(n_nodes, dtype=np.int64)
@@ -417,19 +469,16 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
     dev_local = (np.arange(len(dev_node), dtype=np.int64) - node_dev_start[dev_node]).astype(np.int64)
     dev_group = np.concatenate(dev_group_l) if dev_group_l else np.zeros(0, dtype=np.int64)
     dev_healthy = np.concatenate(dev_healthy_l) if dev_healthy_l else np.zeros(0, dtype=bool)
-    dev_model = node_model[dev_node]
+    return {"cap": _ro(cap), "node_model": _ro(node_model), "node_dev_start": _ro(node_dev_start),
+            "node_dev_count": _ro(node_dev_count), "node_max_group": _ro(node_max_group),
+            "dev_node": _ro(dev_node), "dev_local": _ro(dev_local), "dev_group": _ro(dev_group),
+            "dev_model": _ro(node_model[dev_node]), "dev_healthy": _ro(dev_healthy),
+            "group_node": _ro(np.array(group_node_l, dtype=np.int64)),
+            "group_size": _ro(np.array(group_size_l, dtype=np.int64))}
 
-    node_pool = np.array([p_index[s[2]] if s[2] is not None else -1 for s in shapes], dtype=np.int64)
-    node_spot = np.zeros(n_nodes, dtype=bool)
-    node_price = np.zeros(n_nodes)
-    has_pool = node_pool >= 0
-    if len(pool_names):
-        node_spot[has_pool] = pool_pricing[node_pool[has_pool]] == PRICING_CODES["spot"]
-        node_price[has_pool] = pool_price[node_pool[has_pool]]
-    node_healthy = np.array([s[4] for s in shapes], dtype=bool)
-    node_prov = np.array([s[5] for s in shapes], dtype=bool)
 
-    # tenants and flavors
+def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_index: dict[str, int]) -> dict[str, Any]:
+    """Tenants (cohort, weight) and quota flavors (nominal, borrowing and lending limits)."""
     tenant_names = [t.name for t in cluster.tenants]
     for job in [*queue.jobs, *(r.job for r in cluster.running)]:
         if job.tenant not in tenant_names:
@@ -468,11 +517,17 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
     flavor_is_model = np.array([m_index.get(f, -1) for f in flavors], dtype=np.int64)
     flavor_resource = np.array([r_index[f] if m_index.get(f, -1) < 0 and f in r_index else -1
                                 for f in flavors], dtype=np.int64)
+    return {"tenant_names": tuple(tenant_names), "tenant_index": t_index, "tenant_cohort": _ro(tenant_cohort),
+            "tenant_weight": _ro(tenant_weight), "flavors": tuple(flavors),
+            "flavor_is_model": _ro(flavor_is_model), "flavor_resource": _ro(flavor_resource),
+            "nominal": _ro(nominal), "borrow_limit": _ro(borrow), "lend_limit": _ro(lend)}
 
-    jobs = tuple(_compile_job(j, i, m_index, m_speed, r_index, t_index, level_of, False)
-                 for i, j in enumerate(queue.jobs))
+
+def _compile_running(cluster: Cluster, m_index: dict[str, int], m_speed: FArray, r_index: dict[str, int],
+                     t_index: dict[str, int], level_of: dict[str, int], node_index: dict[str, int],
+                     node_dev_start: IArray) -> tuple[JobSpec, ...]:
+    """The running jobs, with their placements as node and flat device indices."""
     running: list[JobSpec] = []
-    dev_start_real = node_dev_start
     for i, r in enumerate(cluster.running):
         spec = _compile_job(r.job, i, m_index, m_speed, r_index, t_index, level_of, True)
         gidx = spec.group_index
@@ -482,33 +537,10 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
             g = spec.groups[gidx[rp.group]]
             share = rp.share if rp.share is not None else (g.share if g.share > 0 else 1.0)
             places.append(RunningPlacement(gidx[rp.group], rp.replica, n,
-                                           tuple(int(dev_start_real[n] + d) for d in rp.devices), share))
+                                           tuple(int(node_dev_start[n] + d) for d in rp.devices), share))
         running.append(replace(spec, placements=tuple(places), checkpoint_age_s=r.checkpoint_age_s,
                                restart_s=r.restart_s, migratable=r.migratable, started_at=r.started_at))
-
-    return Problem(
-        cluster=cluster, queue=queue, resources=resources, node_ids=node_ids, node_index=node_index,
-        n_real=len(cluster.nodes), cap=_ro(cap), node_healthy=_ro(node_healthy),
-        node_provisioned=_ro(node_prov), node_pool=_ro(node_pool), node_spot=_ro(node_spot),
-        node_price=_ro(node_price), node_model=_ro(node_model),
-        node_dev_start=_ro(node_dev_start), node_dev_count=_ro(node_dev_count),
-        node_max_group=_ro(node_max_group), models=tuple(model_names), model_speed=_ro(m_speed),
-        dev_node=_ro(dev_node), dev_local=_ro(dev_local), dev_group=_ro(dev_group),
-        dev_model=_ro(dev_model), dev_healthy=_ro(dev_healthy),
-        group_node=_ro(np.array(group_node_l, dtype=np.int64)),
-        group_size=_ro(np.array(group_size_l, dtype=np.int64)),
-        levels=levels, domain_ids=dom_ids, domain_index=d_index, dom_level=_ro(dom_level),
-        dom_parent=_ro(dom_parent), uplink=_ro(uplink), node_dom=_ro(node_dom),
-        pool_names=pool_names, pool_pricing=_ro(pool_pricing), pool_price=_ro(pool_price),
-        pool_rate=_ro(pool_rate), pool_max_nodes=_ro(pool_max),
-        tenant_names=tuple(tenant_names), tenant_index=t_index, tenant_cohort=_ro(tenant_cohort),
-        tenant_weight=_ro(tenant_weight), flavors=tuple(flavors),
-        flavor_is_model=_ro(flavor_is_model), flavor_resource=_ro(flavor_resource),
-        nominal=_ro(nominal), borrow_limit=_ro(borrow), lend_limit=_ro(lend),
-        jobs=jobs, running=tuple(running), job_index={j.id: j.index for j in jobs},
-        running_index={j.id: j.index for j in running},
-        node_shapes=tuple(s[3] for s in shapes),
-    )
+    return tuple(running)
 
 
 def tolerates(tolerations: list[Toleration], key: str, value: str | None, effect: str) -> bool:

@@ -18,14 +18,13 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from optsched.bound import bound_problem
 from optsched.check import check_problem
 from optsched.errors import InputError, InputIssue
 from optsched.generate import MODELS_DIR, generate_queue
 from optsched.metrics import chargeback_problem, evaluate_problem
 from optsched.model import Cluster, Plan, Queue, dump, load_cluster, load_plan, load_queue
 from optsched.problem import compile_problem
-from optsched.solve import solve_problem, solver_names
+from optsched.solvers.registry import solver_names
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Schedule AI compute clusters by mathematical optimisation.")
@@ -76,6 +75,8 @@ def solve(cluster: Path, queue: Path,
         c = load_cluster(cluster)
         q = load_queue(queue, c)
         p = compile_problem(c, q, validate=False)
+        from optsched.solve import solve_problem  # loads the solver libraries: only commands that solve
+
         plan = solve_problem(p, solver=solver, time_limit=time_limit, seed=seed)
     except InputError as exc:
         _fail_input(exc)
@@ -125,6 +126,8 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
         q = load_queue(queue, c)
         p = compile_problem(c, q, validate=False)
         m = evaluate_problem(p, load_plan(plan))
+        from optsched.bound import bound_problem  # SciPy's LP, HiGHS: only when asked for
+
         b = bound_problem(p) if with_bound else None
         bill = chargeback_problem(p, load_plan(plan)) if by_tenant else None
     except InputError as exc:
@@ -370,6 +373,8 @@ def demo(cluster: Annotated[str, typer.Option(help="reference cluster name")] = 
         q = generate_queue(c, "mixed", jobs=jobs, load=load, seed=seed)
         p = compile_problem(c, q)
         t2 = time.perf_counter()
+        from optsched.solve import solve_problem  # loads the solver libraries: only commands that solve
+
         plan = solve_problem(p, solver=solver, time_limit=time_limit, seed=seed)
         t3 = time.perf_counter()
         violations = check_problem(p, plan)

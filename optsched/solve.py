@@ -3,7 +3,9 @@
 No I/O and no global state: the inputs are validated (an `InputError` lists every problem), the
 round is compiled once, the chosen solver (looked up in `optsched.solvers.registry`) runs within
 `time_limit`, and the returned plan carries its objective terms as `optsched.metrics` computes
-them.
+them. Importing this module loads the model back ends' libraries (OR-Tools, HiGHS, SciPy's LP:
+about 1 s once per process), so that no round spends its time limit on imports; `optsched.check`
+and `optsched.evaluate` do not import it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from optsched.objective import Objective, ObjectiveSpec
 from optsched.problem import Problem as Compiled
 from optsched.problem import compile_problem
 from optsched.solvers.contract import RunSpec
-from optsched.solvers.registry import lookup, solver_names
+from optsched.solvers.registry import lookup, preload, solver_names
+
+preload()  # the model back ends' libraries load with this module, never inside a round's time limit
 
 
 def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec = None,

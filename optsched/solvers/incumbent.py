@@ -73,6 +73,15 @@ class Start:
         self.found["hint"] = self.fallback.solver.name
         self.fallback_terms = self.fallback.objective or evaluate_problem(p, self.fallback).objective()
 
+    def cut_short(self) -> Plan:
+        """The start plan as a `fallback`, without a bound: the start plan search used the whole
+        time limit (its first baseline, or the Kueue candidate, was cut by the clock)."""
+        terms = self.fallback.objective or evaluate_problem(self.p, self.fallback).objective()
+        stats = SolverStats(name=self.name, status="fallback", seed=self.seed, wall_s=self.budget.elapsed(),
+                            start=StartStats(**self.found, hint=self.fallback.solver.name),
+                            reason="the start plan search used the whole time limit")
+        return self.fallback.model_copy(update={"objective": terms, "solver": stats})
+
     def finish(self, plan: Plan, status: str, *, model_bound: float | None = None, **fields: Any) -> Plan:
         """Stamp the plan: its metrics, the solver's statistics (`fields` are `SolverStats`
         fields), bound = the tighter of the LP bound and an exact model's bound, and the gap.
@@ -105,14 +114,6 @@ def explain_deferred(p: Problem, plan: Plan) -> Plan:
         why = quota.deferral(p, used, p.jobs[p.job_index[d.job]]) if d.detail.startswith(NOT_ADMITTED) else None
         out.append(d if why is None else Deferred(job=d.job, reason="quota", detail=why))
     return plan.model_copy(update={"deferred": out})
-
-
-def finish_early(p: Problem, name: str, plan: Plan, start: float, seed: int, reason: str) -> Plan:
-    """Return the greedy plan as a `fallback` without building a model."""
-    stats = SolverStats(name=name, status="fallback", seed=seed, wall_s=time.perf_counter() - start,
-                        start=StartStats(hint=plan.solver.name), reason=reason)
-    terms = plan.objective or evaluate_problem(p, plan).objective()
-    return plan.model_copy(update={"objective": terms, "solver": stats})
 
 
 def _kueue_candidate(p: Problem, time_limit: float, seed: int, *, preempt_until: float | None,

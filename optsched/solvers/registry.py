@@ -70,6 +70,18 @@ LOADERS: dict[str, Callable[[], list[SolverInfo]]] = {
 strategy names, come with ``greedy``)."""
 
 
+MODEL_BACK_ENDS = ("cpsat", "milp")
+"""The back ends `auto` chooses between: `optsched.solve` loads them when it is imported."""
+
+
+def preload(names: tuple[str, ...] = MODEL_BACK_ENDS) -> None:
+    """Import the modules of these solvers now (OR-Tools with pandas, SciPy's LP, HiGHS: about 1 s
+    on this machine, a profile), so that the first round of a process does not spend its time
+    limit importing them."""
+    for name in names:
+        LOADERS[name]()
+
+
 def solver_names() -> list[str]:
     """Names `solve(..., solver=...)` accepts (``auto`` picks one of the model back ends)."""
     return ["auto", *LOADERS, *_baseline_names()]
@@ -85,4 +97,4 @@ def lookup(name: str) -> SolverInfo:
     raise InputError([InputIssue("solver", "unknown_solver", f"{name!r}; known: {solver_names()}")])
 
 
-__all__ = ["LOADERS", "lookup", "solver_names"]
+__all__ = ["LOADERS", "MODEL_BACK_ENDS", "lookup", "preload", "solver_names"]

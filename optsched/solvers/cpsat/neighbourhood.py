@@ -45,6 +45,12 @@ MAX_CANDIDATES = 24
 NEIGHBOURHOOD_NODES = 96
 """Nodes per neighbourhood (whole leaf domains are added until at least this many)."""
 
+STEP_PRESOLVE = False
+"""A neighbourhood's search starts from its complete hint without CP-SAT's presolve: with it, the
+first steps of 1-2 s rounds on dgx-h100-1k and ascend-910b-4k (models under 5,000 variables, about
+0.2 s to search) ended UNKNOWN, without even the hint; without it, OPTIMAL or FEASIBLE (a profile,
+issue 19's note)."""
+
 SLOTS_PER_STEP = 16
 """Unopened provisioning slots per pool a neighbourhood may open (docs/formulation.md K3-K4)."""
 
@@ -230,7 +236,8 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         row = {"kind": "neighbourhood", "step": step, "nodes": int(chosen.sum()), "placed": len(inside),
                "deferred": len(movable) - len(inside), "left_s": round(deadline - t0, 3)}
         sub = SubModel(r, goal, start=best, rest=best, constrain=_holding_reclaims(best, view),
-                       phases_allowed=False, skip_unimproved=True, seed=seed + step, num_workers=num_workers)
+                       phases_allowed=False, skip_unimproved=True, presolve=STEP_PRESOLVE, seed=seed + step,
+                       num_workers=num_workers)
         out = solve_submodel(sub, _step_times(t0, deadline), better=_beats(exact, best_terms))
         row.update(build_s=None if out.build_s is None else round(out.build_s, 3),
                    hint_s=None if out.hint_s is None else round(out.hint_s, 3), cpsat=out.status_name() or None)

@@ -78,6 +78,8 @@ class SubModel:
     """A lexicographic order with a tolerance is solved in two phases; else as exact weights."""
     skip_unimproved: bool = False
     """Skip decoding when the search found nothing better than the hint in the model."""
+    presolve: bool | None = None
+    """CP-SAT's presolve: None decides by the model's size (`optsched.solvers.cpsat.params`)."""
     seed: int = 0
     num_workers: int = 2
     deterministic: bool = False
@@ -132,6 +134,8 @@ def _search(sub: SubModel, seconds: float,
     s = cp_model.CpSolver()
     solver_parameters(s, time_limit=seconds, seed=sub.seed, num_workers=sub.num_workers,
                       deterministic=sub.deterministic, n_variables=len(sub.r.model.proto.variables))
+    if sub.presolve is not None:
+        s.parameters.cp_model_presolve = sub.presolve
     status = s.solve(sub.r.model, callback)
     return s, status
 

@@ -46,7 +46,7 @@ from optsched.roundmodel.variables import RoundModel
 from optsched.solvers.contract import RunSpec, SolverInfo
 from optsched.solvers.cpsat import evictions, neighbourhood
 from optsched.solvers.cpsat.pipeline import Outcome, StepTimes, SubModel, solve_submodel
-from optsched.solvers.incumbent import Start, finish_early, starting_plan
+from optsched.solvers.incumbent import Start, starting_plan
 
 
 class _Trace(cp_model.CpSolverSolutionCallback):
@@ -91,7 +91,7 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, budget: Budget, seed: 
     begin = starting_plan(p, "cpsat", objective=objective, budget=budget, seed=seed, hint=hint,
                           share=budget.start_share(whole))
     if begin.cut:  # no time left for a model
-        return finish_early(p, "cpsat", begin.fallback, budget.start, seed, "the greedy hint used the whole budget")
+        return begin.cut_short()
     route = "whole model" if whole else "neighbourhoods"
     if whole and neighbourhoods is None and begin.fallback.evictions and goal.tolerance > EXACT:
         # "as much value, then the least lost work": the eviction steps, not one model (on

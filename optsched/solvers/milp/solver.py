@@ -50,7 +50,7 @@ from optsched.roundmodel.decode import decode
 from optsched.roundmodel.hint import complete_hint, primary_values, solve_fixed
 from optsched.roundmodel.variables import BuildTimeout, RoundModel
 from optsched.solvers.contract import RunSpec, SolverInfo
-from optsched.solvers.incumbent import Start, finish_early, starting_plan
+from optsched.solvers.incumbent import Start, starting_plan
 from optsched.solvers.milp.highs import PRESOLVE, Level, load, quiet_highs, run_until, solve_levels
 from optsched.solvers.milp.translate import Assignment, MilpArrays, UnsupportedConstraint, from_cpsat, linear
 
@@ -152,7 +152,7 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, budget: Budget, seed: i
     begin = starting_plan(p, "milp", objective=objective, budget=budget, seed=seed, hint=hint,
                           share=START_SHARE_WHOLE)
     if begin.cut:
-        return finish_early(p, "milp", begin.fallback, budget.start, seed, "the greedy hint used the whole budget")
+        return begin.cut_short()
     begin.guide(START_SHARE_WHOLE)
     fallback, finish = begin.fallback, begin.finish
     cap = candidate_cap(p) if max_candidates is None else max_candidates

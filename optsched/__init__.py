@@ -6,7 +6,8 @@ pool), `bound` (an upper bound on admitted value for any plan), `pareto` (the tr
 objectives as a set of plans) and `InputError`.
 
 Names are loaded on first use (PEP 562), so that ``import optsched`` does not load OR-Tools,
-HiGHS, scipy or pymoo: a `check` or an `evaluate` never pays for the solvers.
+HiGHS, scipy or pymoo: a `check` or an `evaluate` never pays for the solvers
+(benchmarks/results/startup.md).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ No I/O and no global state: the inputs are validated (an `InputError` lists ever
 round is compiled once, the chosen solver (looked up in `optsched.solvers.registry`) runs within
 `time_limit`, and the returned plan carries its objective terms as `optsched.metrics` computes
 them. Importing this module loads the model back ends' libraries (OR-Tools, HiGHS, SciPy's LP:
-about 1 s once per process), so that no round spends its time limit on imports; `optsched.check`
-and `optsched.evaluate` do not import it.
+0.93 s once per process, benchmarks/results/startup.md), so that no round spends its time limit
+on imports; `optsched.check` and `optsched.evaluate` do not import it.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
         name, why = choose_backend(p, time_limit)
     info = lookup(name)
     start_plan = None
-    if initial_plan is not None:
+    if initial_plan is not None and "initial_plan" in info.honours:  # the baselines ignore it
         from optsched.solvers.warmstart import adapt
 
         start_plan = adapt(p, initial_plan)

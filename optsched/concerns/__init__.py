@@ -29,7 +29,7 @@ need no change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -48,14 +48,14 @@ from optsched.concerns import (
 )
 from optsched.concerns.base import Violation
 from optsched.concerns.tenancy import preemption, quota
-from optsched.ledger import Ledger
-from optsched.problem import IArray, JobSpec, Problem
+from optsched.ledger import Ledger, PlacedReplica
+from optsched.problem import JobSpec, Problem
 from optsched.view import PlanView
 
 CheckFn = Callable[[PlanView], list[Violation]]
 TermFn = Callable[[PlanView], dict[str, float]]
-JobRule = Callable[[Problem, Ledger, JobSpec, IArray], "tuple[str, str] | None"]
-"""A job-level search test: (reason, detail) when the job placed on these nodes breaks the rule."""
+JobRule = Callable[[Problem, Ledger, JobSpec, Sequence[PlacedReplica]], "tuple[str, str] | None"]
+"""A job-level search test: (reason, detail) when the job with these replicas breaks the rule."""
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,13 @@ the fewest that could hold the job, at its level and every level above it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from optsched.concerns.base import Violation
-from optsched.ledger import EPS, Ledger, crossed_domains
+from optsched.ledger import EPS, Ledger, PlacedReplica, crossed_domains
 from optsched.problem import BArray, Derived, IArray, JobSpec, Problem
 from optsched.view import PlanView
 
@@ -49,12 +50,13 @@ LARGEST_DOMAIN_GPUS: Derived[float] = Derived("fabric.largest_domain_gpus", _lar
 """Devices of the largest domain of a level (real nodes)."""
 
 
-def uplink_problem(p: Problem, ledger: Ledger, job: JobSpec, nodes: IArray) -> tuple[str, str] | None:
-    """Search primitive: ("bandwidth", detail) when the job placed on `nodes` would overload an
-    uplink it crosses, given the traffic already in `ledger` (the job's own not yet added)."""
-    if not job.bandwidth or len(nodes) <= 1:
+def uplink_problem(p: Problem, ledger: Ledger, job: JobSpec,
+                   placed: Sequence[PlacedReplica]) -> tuple[str, str] | None:
+    """Search primitive: ("bandwidth", detail) when the job's replicas `placed` would overload an
+    uplink they cross, given the traffic already in `ledger` (the job's own not yet added)."""
+    if not job.bandwidth or len(placed) <= 1:
         return None
-    crossed = crossed_domains(p, nodes)
+    crossed = crossed_domains(p, np.array([r.node for r in placed], dtype=np.int64))
     over = crossed[ledger.uplink_load[crossed] + job.bandwidth > p.uplink[crossed] + EPS]
     if not len(over):
         return None
@@ -63,16 +65,15 @@ def uplink_problem(p: Problem, ledger: Ledger, job: JobSpec, nodes: IArray) -> t
                          f"{p.uplink[d]:g}")
 
 
-def colocate_mask(p: Problem, job: JobSpec, group: int, placed: list[tuple[int, int]]) -> BArray | None:
+def colocate_mask(p: Problem, job: JobSpec, group: int, placed: Sequence[PlacedReplica]) -> BArray | None:
     """Search primitive: the nodes where a replica of group `group` may go so that the job's
-    `colocate` rules still hold, given its replicas placed so far ((group, node) pairs); None
-    when no rule restricts it."""
+    `colocate` rules still hold, given its replicas placed so far; None when no rule restricts it."""
     mask: BArray | None = None
     for groups, level in job.colocate:
         if group not in groups:
             continue
         at = p.node_domain_at(level)
-        anchor = next((node for g, node in placed if g in groups), None)
+        anchor = next((r.node for r in placed if r.group in groups), None)
         if anchor is not None:
             m = at == at[anchor]
             mask = m if mask is None else mask & m

@@ -49,6 +49,13 @@ VALUE_SCALE = 10_000
 """Fixed-point scale of admitted value and queue delay in the CP-SAT objective."""
 
 
+def rounding_slack(r: RoundModel) -> float:
+    """How far the model's admitted value may sit below the metric's: each replica's value is
+    rounded to 1/VALUE_SCALE (at most half of it), so a bound of the model plus this bounds the
+    metric."""
+    return sum(g.rmax for j in r.jobs for g in j.groups) * 0.5 / VALUE_SCALE
+
+
 def cpsat(r: RoundModel) -> None:
     """CP-SAT: admitted value (V1) and queue delay (V2) as integer terms scaled by VALUE_SCALE."""
     p = r.p

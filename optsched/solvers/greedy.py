@@ -212,15 +212,14 @@ class GreedyEngine:
     def _job_ok(self, job: JobSpec, placed: list[PlacedReplica]) -> tuple[str, str]:
         """The job-level rules (`optsched.concerns.JOB_RULES`: uplinks, quota) for the job as
         placed so far: (reason, detail), ('', '') when fine."""
-        nodes = np.array([r.node for r in placed], dtype=np.int64)
         for rule in JOB_RULES:
-            broken = rule(self.p, self.ledger, job, nodes)
+            broken = rule(self.p, self.ledger, job, placed)
             if broken is not None:
                 return broken
         return "", ""
 
     def _colocate_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
-        return fabric.colocate_mask(self.p, job, group.index, [(r.group, r.node) for r in placed])
+        return fabric.colocate_mask(self.p, job, group.index, placed)
 
     def place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
         """Place the job's minimum counts inside `restrict`, then elastic replicas."""

@@ -19,7 +19,7 @@ from optsched.budget import KUEUE_BY, Budget
 from optsched.concerns.tenancy import preemption, quota
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Plan
-from optsched.model.stats import CandidateStats, SolverStats, StartStats, ValueBoundStats
+from optsched.model.stats import CandidateStats, ModelStats, SolverStats, StartStats, ValueBoundStats
 from optsched.objective import Objective, ObjectiveSpec
 from optsched.problem import JobSpec, Problem
 from optsched.roundmodel.decode import NOT_ADMITTED
@@ -82,6 +82,26 @@ class Start:
                             reason="the start plan search used the whole time limit")
         return self.fallback.model_copy(update={"objective": terms, "solver": stats})
 
+    def settle(self, plan: Plan, terms: dict[str, float], *, optimal: bool, proven: bool, model_bound: float | None,
+               model: ModelStats, label: str, **fields: Any) -> Plan:
+        """A model back end's checked plan (with its metrics `terms`) against the start plan: the
+        start plan when it is better (status `fallback`) or ties without the model evicting fewer
+        jobs (on a multi-tenant round the Kueue plan, whose order among equals is the documented
+        one), else the model's plan; `optimal`: the back end's status; `proven`: its optimum is
+        proven for the round, so the rounding slack in `model_bound` is no gap."""
+        if self.goal.better(self.fallback_terms, terms):
+            return self.finish(self.fallback, "fallback", reason=f"{label} plan not better than the hint",
+                               model_bound=model_bound, model=model.model_copy(update={"plan_terms": terms}),
+                               **fields)
+        status = "optimal" if optimal else "feasible"
+        if proven and model_bound is not None:
+            model_bound = terms["admitted_value"]
+        if not self.goal.better(terms, self.fallback_terms) and len(plan.evictions) >= len(self.fallback.evictions):
+            return self.finish(self.fallback, status, model_bound=model_bound,
+                               model=model.model_copy(update={"tie": "hint kept", "plan_terms": terms}), **fields)
+        return self.finish(plan.model_copy(update={"objective": terms}), status, model_bound=model_bound, model=model,
+                           **fields)
+
     def finish(self, plan: Plan, status: str, *, model_bound: float | None = None, **fields: Any) -> Plan:
         """Stamp the plan: its metrics, the solver's statistics (`fields` are `SolverStats`
         fields), bound = the tighter of the LP bound and an exact model's bound, and the gap.
@@ -142,20 +162,20 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     found: dict[str, Any] = {}
     kueue: Plan | None = None
     time_limit, start = budget.limit, budget.start
-    if hint is None and may_go and budget.greedy_passes(p) >= 2:
+    given = hint is not None  # a hint (an initial plan) replaces every candidate below
+    if not given and may_go and budget.greedy_passes(p) >= 2:
         # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
         # the Kueue plan first, preempting in the first part of the time only (`KUEUE_PREEMPTS`)
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=budget.at(budget.kueue_preempts_share(p)),
                                  until=budget.at(KUEUE_BY))
     grown: Plan | None = None
-    if hint is None and p.pool_max_nodes.sum() > 0 and budget.fits_greedy_passes(p, 2, budget.at(share)):
+    if not given and p.pool_max_nodes.sum() > 0 and budget.fits_greedy_passes(p, 2, budget.at(share)):
         # nodes may be provisioned: the karpenter plan (best-fit, then the cheapest pool per
         # pending job) is a candidate, so that a model that cannot be built whole starts from it
         from optsched.solvers.karpenter import solve_karpenter
 
         grown = solve_karpenter(p, time_limit=max(0.0, budget.left(share)), seed=seed)
         grown = grown.model_copy(update={"objective": evaluate_problem(p, grown).objective()})
-    given = hint is not None
     if hint is None:
         # the first baseline may use the whole budget, more of them only within `share` of it
         hint = solve_portfolio(p, GREEDY_ORDER, objective=objective, time_limit=time_limit, seed=seed,

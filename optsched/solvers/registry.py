@@ -75,9 +75,9 @@ MODEL_BACK_ENDS = ("cpsat", "milp")
 
 
 def preload(names: tuple[str, ...] = MODEL_BACK_ENDS) -> None:
-    """Import the modules of these solvers now (OR-Tools with pandas, SciPy's LP, HiGHS: about 1 s
-    on this machine, a profile), so that the first round of a process does not spend its time
-    limit importing them."""
+    """Import the modules of these solvers now (OR-Tools with pandas, SciPy's LP, HiGHS: 0.93 s
+    median in benchmarks/results/startup.md), so that the first round of a process does not spend
+    its time limit importing them."""
     for name in names:
         LOADERS[name]()
 

@@ -15,14 +15,15 @@ The fairness term is the weighted DRF deviation (see `term`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from optsched.concerns.base import Violation
 from optsched.concerns.tenancy import preemption
-from optsched.ledger import EPS, Ledger, flavor_use
-from optsched.problem import BArray, FArray, IArray, JobSpec, Problem
+from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_use
+from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
@@ -67,9 +68,9 @@ def problems(p: Problem, used: FArray, touched: BArray | None = None) -> list[tu
     return out
 
 
-def job_problem(p: Problem, ledger: Ledger, job: JobSpec, nodes: IArray) -> tuple[str, str] | None:
+def job_problem(p: Problem, ledger: Ledger, job: JobSpec, placed: Sequence[PlacedReplica]) -> tuple[str, str] | None:
     """Search primitive: ("quota", detail) when the job's tenant breaks a quota rule with the
-    usage in `ledger` (the job's own replicas, on `nodes`, included)."""
+    usage in `ledger` (the job's own replicas `placed` already in it)."""
     if not len(p.flavors):
         return None
     touched = np.zeros_like(ledger.quota_used, dtype=bool)

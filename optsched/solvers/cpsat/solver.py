@@ -202,10 +202,8 @@ def _model_stats(r: RoundModel, out: Outcome, stats: dict[str, Any], budget: Bud
 
 
 def _settle(p: Problem, begin: Start, r: RoundModel, out: Outcome, goal: Objective, model: ModelStats) -> Plan:
-    """The model's plan against the fallback: the better one, with the model's bound on value."""
-    finish, fallback = begin.finish, begin.fallback
+    """The model's plan against the fallback (`Start.settle`), with the model's bound on value."""
     assert out.plan is not None and out.solver is not None
-    plan, terms = out.plan, out.terms
     value_term = r.terms["admitted_value"]
     model_bound: float | None = None  # a bound of the model is one of the round only without truncation
     if out.first_bound is not None and out.ordered[0] == "admitted_value":
@@ -215,24 +213,14 @@ def _settle(p: Problem, begin: Start, r: RoundModel, out: Outcome, goal: Objecti
         lower = sum(r.term_ub.get(n, 0) * w for n, w in out.weights.items() if n != "admitted_value")
         model_bound = math.floor((out.solver.best_objective_bound + lower) / out.weights["admitted_value"] + 1e-9) \
             / value_term.scale
-    if model_bound is not None:  # per-replica values are rounded to 1/VALUE_SCALE in the model
-        model_bound += sum(g.rmax for j in r.jobs for g in j.groups) * 0.5 / value.VALUE_SCALE
+    if model_bound is not None:
+        model_bound += value.rounding_slack(r)
     if r.truncated and model_bound is not None:
         model = model.model_copy(update={"candidate_bound": model_bound})
         model_bound = None
-    if goal.better(begin.fallback_terms, terms):
-        return finish(fallback, "fallback", route="whole model", reason="CP-SAT plan not better than the hint",
-                      model_bound=model_bound, model=model.model_copy(update={"plan_terms": terms}))
     optimal = out.status == cp_model.OPTIMAL
-    status_name = "optimal" if optimal else "feasible"
-    if optimal and not r.truncated and model_bound is not None:
-        model_bound = terms["admitted_value"]  # proven optimal: the rounding slack is not a gap
-    if not goal.better(terms, begin.fallback_terms) and len(plan.evictions) >= len(fallback.evictions):
-        # a tie: keep the hint's plan (on a multi-tenant round the Kueue plan, whose admission
-        # order among equals is the documented one), with what CP-SAT proved about it
-        return finish(fallback, status_name, route="whole model", model_bound=model_bound,
-                      model=model.model_copy(update={"tie": "hint kept", "plan_terms": terms}))
-    return finish(plan, status_name, route="whole model", model_bound=model_bound, model=model)
+    return begin.settle(out.plan, out.terms, optimal=optimal, proven=optimal and not r.truncated,
+                        model_bound=model_bound, model=model, label="CP-SAT", route="whole model")
 
 
 def _run(p: Problem, run: RunSpec) -> Plan:

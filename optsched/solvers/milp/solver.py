@@ -107,7 +107,7 @@ def model_bound(p: Problem, time_limit: float) -> tuple[float | None, str]:
     arrays = from_cpsat(r.model)
     term = r.terms["admitted_value"]
     coef, const = linear(term.expr, arrays.n_cols)
-    slack = sum(g.rmax for j in r.jobs for g in j.groups) * 0.5 / value.VALUE_SCALE
+    slack = value.rounding_slack(r)
     if arrays.n_cols == 0:
         return const / term.scale + slack, "Optimal"
     h = quiet_highs()
@@ -209,16 +209,16 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, budget: Budget, seed: i
     if outcome.values is None:
         return finish(fallback, "fallback", reason=f"HiGHS found no solution ({outcome.status})",
                       model=ModelStats(**model), milp=MilpStats(**milp))
-    return _finish_solution(p, r, arrays, outcome.values, chain, goal, begin, model, MilpStats(**milp),
+    return _finish_solution(p, r, arrays, outcome.values, chain, begin, model, MilpStats(**milp),
                             bound=outcome.bound, gap=outcome.gap, optimal=outcome.optimal, seed=seed,
                             verify=verify)
 
 
 def _finish_solution(p: Problem, r: RoundModel, arrays: MilpArrays, col_values: np.ndarray, chain: list[Level],
-                     goal: Objective, begin: Start, model: dict[str, Any], milp: MilpStats, *,
+                     begin: Start, model: dict[str, Any], milp: MilpStats, *,
                      bound: float | None, gap: float | None, optimal: bool, seed: int, verify: bool) -> Plan:
     """Decode HiGHS's solution through the round model, check it, and compare it with the fallback."""
-    finish, fallback, fallback_terms = begin.finish, begin.fallback, begin.fallback_terms
+    finish, fallback = begin.finish, begin.fallback
     solution = np.round(col_values[: arrays.n_model_vars]).astype(np.int64)
     solver: Any = Assignment(solution)
     if verify:  # CP-SAT must accept the solution (0.54 s on a 300-job dgx-h100-1k model: tests only)
@@ -237,25 +237,11 @@ def _finish_solution(p: Problem, r: RoundModel, arrays: MilpArrays, col_values: 
     model["terms"] = {name: solver.value(t.expr) / t.scale for name, t in r.terms.items()}
     model_bound: float | None = None
     head = chain[0]
-    if bound is not None and head.name == "admitted_value":
-        scale = r.terms["admitted_value"].scale
-        # per-replica values are rounded to 1/VALUE_SCALE in the model (as in cpsat)
-        model_bound = (bound + head.constant) / scale \
-            + sum(g.rmax for j in r.jobs for g in j.groups) * 0.5 / value.VALUE_SCALE
-    if r.truncated and model_bound is not None:  # the model's bound is not one of the round
-        model_bound = None
+    if bound is not None and head.name == "admitted_value" and not r.truncated:  # else not a bound of the round
+        model_bound = (bound + head.constant) / r.terms["admitted_value"].scale + value.rounding_slack(r)
     terms = evaluate_problem(p, decoded).objective()
-    if goal.better(fallback_terms, terms):
-        return finish(fallback, "fallback", reason="MILP plan not better than the hint", model_bound=model_bound,
-                      model=ModelStats(**model, plan_terms=terms), milp=milp)
-    status_name = "optimal" if optimal else "feasible"
-    if gap == 0.0 and model_bound is not None:  # proven optimal: the rounding slack is not a gap (as cpsat)
-        model_bound = terms["admitted_value"]
-    if not goal.better(terms, fallback_terms) and len(decoded.evictions) >= len(fallback.evictions):
-        return finish(fallback, status_name, model_bound=model_bound,
-                      model=ModelStats(**model, tie="hint kept", plan_terms=terms), milp=milp)
-    return finish(decoded.model_copy(update={"objective": terms}), status_name, model_bound=model_bound,
-                  model=ModelStats(**model), milp=milp)
+    return begin.settle(decoded, terms, optimal=optimal, proven=gap == 0.0, model_bound=model_bound,
+                        model=ModelStats(**model), label="MILP", milp=milp)
 
 
 def _run(p: Problem, run: RunSpec) -> Plan:

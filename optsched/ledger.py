@@ -18,6 +18,10 @@ from optsched.problem import BArray, Derived, FArray, GroupSpec, IArray, JobSpec
 
 EPS = 1e-9
 
+SMALL_JOB = 32
+"""Replicas up to which a job's domain crossings are counted in plain Python (per-call numpy
+overhead dominates below it; the result is the same)."""
+
 
 @dataclass(frozen=True)
 class PlacedReplica:
@@ -48,6 +52,14 @@ def crossed_domains(p: Problem, nodes: IArray) -> IArray:
     """Global ids of the domains whose uplink a job on `nodes` crosses (levels below the top)."""
     if len(nodes) < 2 or p.n_levels < 2:
         return np.zeros(0, dtype=np.int64)
+    if len(nodes) <= SMALL_JOB:  # plain Python beats np.unique per level on a few replicas
+        rows = p.node_dom[nodes, 1:p.n_levels].tolist()
+        found: list[int] = []
+        for column in zip(*rows, strict=True):
+            distinct = set(column)
+            if len(distinct) > 1:  # every domain then holds fewer than all the replicas
+                found.extend(sorted(distinct))
+        return np.array(found, dtype=np.int64)
     out = []
     total = len(nodes)
     for level in range(1, p.n_levels):
@@ -99,6 +111,25 @@ RUNNING_LEDGER: Derived[Ledger] = Derived("ledger.running", _running_ledger)
 """Every running job where it sits (never handed out: `Ledger.with_running` copies it)."""
 
 
+def _cap_with_tolerance(p: Problem) -> FArray:
+    out: FArray = p.cap + EPS
+    return out
+
+
+CAP_WITH_TOLERANCE: Derived[FArray] = Derived("ledger.cap_with_tolerance", _cap_with_tolerance)
+"""Capacity per node and resource plus `EPS`: what a usage may reach (computed once; a fit test
+runs once per replica and node)."""
+
+
+def _cap_rows(p: Problem) -> list[list[float]]:
+    rows: list[list[float]] = p.derived(CAP_WITH_TOLERANCE).tolist()
+    return rows
+
+
+CAP_ROWS: Derived[list[list[float]]] = Derived("ledger.cap_rows", _cap_rows)
+"""`CAP_WITH_TOLERANCE` as Python floats per node (`Ledger.fits_one`)."""
+
+
 class Ledger:
     """Resource, device, fabric and quota usage accumulated over replicas."""
 
@@ -133,13 +164,17 @@ class Ledger:
         a, k = int(p.node_dev_start[n]), int(p.node_dev_count[n])
         if k == 0:
             return
-        healthy = p.dev_healthy[a:a + k]
-        used = self.dev_used[a:a + k]
-        free = healthy & (used <= EPS)
-        self.free_whole[n] = int(free.sum())
-        groups = p.dev_group[a:a + k]
-        self.max_group_free[n] = int(np.bincount(groups - groups.min(), weights=free).max())
-        self.max_share_free[n] = float(np.where(healthy, 1.0 - used, 0.0).max())
+        # one node's few devices: plain Python (numpy's per-call cost dominated this in profiles)
+        healthy = p.dev_healthy[a:a + k].tolist()
+        used = self.dev_used[a:a + k].tolist()
+        groups = p.dev_group[a:a + k].tolist()
+        per_group = dict.fromkeys(groups, 0)
+        for h, u, g in zip(healthy, used, groups, strict=True):
+            if h and u <= EPS:
+                per_group[g] += 1
+        self.free_whole[n] = sum(per_group.values())
+        self.max_group_free[n] = max(per_group.values())
+        self.max_share_free[n] = max(1.0 - u if h else 0.0 for h, u in zip(healthy, used, strict=True))
 
     def node_devices(self, n: int) -> tuple[int, int]:
         """Flat index range [start, stop) of node `n`'s devices."""
@@ -152,8 +187,10 @@ class Ledger:
         """Account one replica (sign=-1 removes it)."""
         self.used[node] += sign * group.req
         if devices:
-            idx = np.fromiter(devices, dtype=np.int64)
-            np.add.at(self.dev_used, idx, sign * share)
+            delta = sign * share
+            dev_used = self.dev_used
+            for d in devices:  # as np.add.at: one at a time, a repeated index counts twice
+                dev_used[d] += delta
             self._refresh_node(node)
         if len(self.problem.flavors):
             self.quota_used[job.tenant] += sign * flavor_use(self.problem, group, node)
@@ -246,7 +283,7 @@ class Ledger:
     def fits_at(self, group: GroupSpec, nodes: IArray) -> BArray:
         """Whether one more replica of `group` fits on each of `nodes` (aligned with `nodes`)."""
         p = self.problem
-        ok: BArray = np.all(self.used[nodes] + group.req <= p.cap[nodes] + EPS, axis=1)
+        ok: BArray = np.all(self.used[nodes] + group.req <= p.derived(CAP_WITH_TOLERANCE)[nodes], axis=1)
         if group.whole:
             free_whole = self.free_whole[nodes]
             if group.affinity == "required":
@@ -258,6 +295,21 @@ class Ledger:
         elif group.share:
             ok &= self.max_share_free[nodes] >= group.share - EPS
         return ok
+
+    def fits_one(self, group: GroupSpec, node: int) -> bool:
+        """`fits_at` for a single node, in plain Python (the greedy engine re-tests the one node a
+        placement changed; numpy's per-call cost was most of that). Same floats, same answer."""
+        p = self.problem
+        limit = p.derived(CAP_ROWS)[node]
+        if not all(u + r <= c for u, r, c in zip(self.used[node].tolist(), group.req.tolist(), limit, strict=True)):
+            return False
+        if group.whole:
+            if group.affinity == "required" and group.whole <= p.node_max_group[node]:
+                return bool(self.max_group_free[node] >= group.whole)
+            return bool(self.free_whole[node] >= group.whole)
+        if group.share:
+            return bool(self.max_share_free[node] >= group.share - EPS)
+        return True
 
     def share_slots(self, share: float) -> FArray:
         """Per node: how many more shares of size `share` its healthy devices could take."""

@@ -10,6 +10,7 @@ MostAllocated. They read usage from the ledger and never change it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,34 +21,102 @@ Scorer = Callable[[Problem, Ledger, GroupSpec, IArray], FArray]
 """Scores candidate nodes for one replica (higher is better; ties go to the lower index)."""
 
 
-def _gpu_fraction(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
-    """Fraction of each node's devices in use after adding one replica of `group`."""
-    count = p.node_dev_count[nodes].astype(float)
-    used = count - ledger.free_whole[nodes] + (group.whole if group.whole else 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(count > 0, used / np.where(count > 0, count, 1), 0.0)
+@dataclass(frozen=True)
+class NodeScales:
+    """Per-node denominators of the allocation scores, computed once per problem: the same
+    divisions as ``where(cap > 0, x / cap, 0)`` at a fraction of the numpy calls (a replica's
+    placement re-scores one node at a time, where call overhead is all the cost)."""
+
+    safe_cap: FArray
+    """cpu and memory capacity (nodes x 2), 1 where the node has none."""
+    safe_count: FArray
+    """Devices per node as float, 1 where the node has none."""
+    count: FArray
+    """Devices per node as float."""
+    has: FArray
+    """Whether the node has cpu, memory, devices (nodes x 3, 0.0 or 1.0): the scores' weights."""
+    safe_total: FArray
+    """Scored resources per node (the row sums of `has`), 1 where there are none."""
 
 
-def _resource_fractions(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray,
-                        requested_only: bool) -> tuple[FArray, FArray]:
-    """(fraction used after placing, weight) per node x scored resource: cpu, memory, gpu."""
-    cap = p.cap[nodes][:, :2]
-    after = ledger.used[nodes][:, :2] + group.req[:2]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(cap > 0, after / np.where(cap > 0, cap, 1), 0.0)
-    gpu = _gpu_fraction(p, ledger, group, nodes)[:, None]
-    fracs = np.concatenate([frac, gpu], axis=1)
-    weights = np.ones(3)
-    if requested_only:  # Volcano binpack scores only the resources the task requests
-        weights = np.array([group.req[0] > 0, group.req[1] > 0, group.gpu > 0], dtype=float)
-    has_cap = np.concatenate([cap > 0, (p.node_dev_count[nodes] > 0)[:, None]], axis=1)
-    w = weights[None, :] * has_cap
-    return fracs, w
+def _node_scales(p: Problem) -> NodeScales:
+    cap = p.cap[:, :2]
+    count = p.node_dev_count.astype(float)
+    has = np.concatenate([cap > 0, (count > 0)[:, None]], axis=1).astype(float)
+    total = has.sum(axis=1)
+    return NodeScales(np.where(cap > 0, cap, 1.0), np.where(count > 0, count, 1.0), count, has,
+                      np.where(total > 0, total, 1.0))
 
 
-def _weighted_mean(fracs: FArray, w: FArray) -> FArray:
+NODE_SCALES: Derived[NodeScales] = Derived("scores.node_scales", _node_scales)
+
+
+def _fractions(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+    """Fraction of cpu, memory and devices in use after placing one replica of `group`
+    (nodes x 3; 0 where the node has none of it: such entries carry weight 0)."""
+    s = p.derived(NODE_SCALES)
+    out = np.empty((len(nodes), 3))
+    out[:, :2] = (ledger.used[nodes, :2] + group.req[:2]) / s.safe_cap[nodes]
+    out[:, 2] = (s.count[nodes] - ledger.free_whole[nodes] + float(group.whole)) / s.safe_count[nodes]
+    return out
+
+
+def _weighted_mean(p: Problem, fracs: FArray, group: GroupSpec, nodes: IArray, requested_only: bool) -> FArray:
+    """Mean of `fracs` over the resources each node has (with `requested_only`, Volcano's
+    binpack: only those the replica requests); 0 where none is scored."""
+    s = p.derived(NODE_SCALES)
+    w = s.has[nodes]
+    if not requested_only:
+        out: FArray = (fracs * w).sum(axis=1) / s.safe_total[nodes]
+        return out
+    w = w * np.array([group.req[0] > 0, group.req[1] > 0, group.gpu > 0], dtype=float)
     total = w.sum(axis=1)
     return np.where(total > 0, (fracs * w).sum(axis=1) / np.where(total > 0, total, 1), 0.0)
+
+
+ScalarScorer = Callable[[Problem, Ledger, GroupSpec, int], float]
+"""A `Scorer` for one node, in plain Python: the same floats in the same order (the greedy
+engine re-scores the one node a placement changed; numpy's per-call cost was most of that)."""
+
+
+def _node_rows(p: Problem) -> list[tuple[float, ...]]:
+    s = p.derived(NODE_SCALES)
+    return [tuple(row) for row in np.column_stack([s.safe_cap, s.count, s.safe_count, s.has, s.safe_total]).tolist()]
+
+
+NODE_ROWS: Derived[list[tuple[float, ...]]] = Derived("scores.node_rows", _node_rows)
+"""Per node, `NodeScales` as Python floats: safe cpu cap, safe memory cap, devices, safe
+devices, has cpu, has memory, has devices, safe total."""
+
+
+def _fractions_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int) -> tuple[float, ...]:
+    """`_fractions` and the weights of one node: (f_cpu, f_mem, f_dev, h_cpu, h_mem, h_dev, safe total)."""
+    cap0, cap1, count, safe_count, h0, h1, h2, total = p.derived(NODE_ROWS)[node]
+    u0, u1 = ledger.used[node, :2].tolist()
+    r0, r1 = group.req[:2].tolist()
+    f2 = (count - int(ledger.free_whole[node]) + float(group.whole)) / safe_count
+    return (u0 + r0) / cap0, (u1 + r1) / cap1, f2, h0, h1, h2, total
+
+
+def _most_allocated_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int) -> float:
+    f0, f1, f2, h0, h1, h2, total = _fractions_one(p, ledger, group, node)
+    return (f0 * h0 + f1 * h1 + f2 * h2) / total
+
+
+def _least_allocated_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int) -> float:
+    f0, f1, f2, h0, h1, h2, total = _fractions_one(p, ledger, group, node)
+    return ((1.0 - f0) * h0 + (1.0 - f1) * h1 + (1.0 - f2) * h2) / total
+
+
+def _binpack_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int) -> float:
+    f0, f1, f2, h0, h1, h2, _ = _fractions_one(p, ledger, group, node)
+    w0, w1, w2 = h0 * float(group.req[0] > 0), h1 * float(group.req[1] > 0), h2 * float(group.gpu > 0)
+    total = w0 + w1 + w2
+    return (f0 * w0 + f1 * w1 + f2 * w2) / total if total > 0 else 0.0
+
+
+def _first_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int) -> float:
+    return 0.0
 
 
 def score_first(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
@@ -57,20 +126,17 @@ def score_first(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> 
 
 def score_most_allocated(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
     """kube-scheduler NodeResourcesFit `MostAllocated`: mean of requested/allocatable over cpu, memory, gpu."""
-    fracs, w = _resource_fractions(p, ledger, group, nodes, requested_only=False)
-    return _weighted_mean(fracs, w)
+    return _weighted_mean(p, _fractions(p, ledger, group, nodes), group, nodes, requested_only=False)
 
 
 def score_least_allocated(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
     """kube-scheduler NodeResourcesFit `LeastAllocated`: mean of free/allocatable after placing."""
-    fracs, w = _resource_fractions(p, ledger, group, nodes, requested_only=False)
-    return _weighted_mean(1.0 - fracs, w)
+    return _weighted_mean(p, 1.0 - _fractions(p, ledger, group, nodes), group, nodes, requested_only=False)
 
 
 def score_binpack(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
     """Volcano `binpack` plugin: weighted used/capacity after placing, over the requested resources."""
-    fracs, w = _resource_fractions(p, ledger, group, nodes, requested_only=True)
-    return _weighted_mean(fracs, w)
+    return _weighted_mean(p, _fractions(p, ledger, group, nodes), group, nodes, requested_only=True)
 
 
 def score_alignment(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
@@ -130,3 +196,13 @@ def score_image_best_fit(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IA
     """kube-scheduler with the MostAllocated and ImageLocality score plugins at equal weights
     (each 0..100)."""
     return 100 * score_most_allocated(p, ledger, group, nodes) + image_locality(p, group, nodes)
+
+
+SCALAR_SCORERS: dict[Scorer, ScalarScorer] = {
+    score_first: _first_one,
+    score_most_allocated: _most_allocated_one,
+    score_least_allocated: _least_allocated_one,
+    score_binpack: _binpack_one,
+}
+"""The one-node form of the scores that have one (tests/test_scores.py: equal to the vectorised
+score, float for float, on random usage)."""

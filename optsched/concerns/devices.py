@@ -55,37 +55,34 @@ def pick(p: Problem, ledger: Ledger, node: int, group: GroupSpec,
     if group.model_speed[p.node_model[node]] <= 0:
         return None
     a, b = ledger.node_devices(node)
-    healthy = p.dev_healthy[a:b]
-    used = ledger.dev_used[a:b]
+    # one node's few devices: plain Python (numpy's per-call cost dominated this in profiles)
+    healthy = p.dev_healthy[a:b].tolist()
+    used = ledger.dev_used[a:b].tolist()
     if group.share:
-        ok = np.flatnonzero(healthy & (used + group.share <= 1.0 + EPS))
-        if not len(ok):
+        ok = [i for i, (h, u) in enumerate(zip(healthy, used, strict=True)) if h and u + group.share <= 1.0 + EPS]
+        if not ok:
             return None
-        i = int(ok[np.argmax(used[ok])]) if policy == "best" else int(ok[0])
+        i = max(ok, key=lambda i: (used[i], -i)) if policy == "best" else ok[0]
         return (a + i,), group.share
     k = group.whole
-    free = healthy & (used <= EPS)
-    if int(free.sum()) < k:
+    free = [i for i, (h, u) in enumerate(zip(healthy, used, strict=True)) if h and u <= EPS]
+    if len(free) < k:
         return None
     if group.affinity == "required" and k > p.node_max_group[node]:
         chosen = _whole_groups(p, ledger, node, k)
         return (chosen, 1.0) if chosen is not None else None
     if group.affinity != "none" or policy == "best":
-        groups = p.dev_group[a:b]
-        per_group = {}
-        for gid in np.unique(groups[free]):
-            members = np.flatnonzero((groups == gid) & free)
-            if len(members) >= k:
-                per_group[int(gid)] = members
-        if per_group:
-            if policy == "best":
-                gid = min(per_group, key=lambda g: (len(per_group[g]), g))
-            else:
-                gid = min(per_group)
-            return tuple((a + per_group[gid][:k]).tolist()), 1.0
+        groups = p.dev_group[a:b].tolist()
+        members: dict[int, list[int]] = {}
+        for i in free:
+            members.setdefault(groups[i], []).append(i)
+        fitting = [gid for gid, m in members.items() if len(m) >= k]
+        if fitting:
+            gid = min(fitting, key=lambda g: (len(members[g]), g)) if policy == "best" else min(fitting)
+            return tuple(a + i for i in members[gid][:k]), 1.0
         if group.affinity == "required":
             return None
-    return tuple((a + np.flatnonzero(free)[:k]).tolist()), 1.0
+    return tuple(a + i for i in free[:k]), 1.0
 
 
 def replica_problems(p: Problem, group: GroupSpec, node: int, devices: tuple[int, ...],

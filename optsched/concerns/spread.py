@@ -37,13 +37,35 @@ ELIGIBLE_DOMAINS: Derived[IArray] = Derived(
 """`eligible_domains` per replica shape and level."""
 
 
-def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int],
-                  nodes: IArray | None = None) -> BArray:
-    """Whether each node (all, or `nodes`) is in a spread domain that may take one more replica."""
+def _domain_position(p: Problem, job: JobSpec, group: GroupSpec, level: int) -> IArray:
+    doms = eligible_domains(p, job, group, level)
+    at = p.node_domain_at(level)
+    pos = np.searchsorted(doms, at)
+    inside = (pos < len(doms)) & (doms[np.minimum(pos, max(len(doms) - 1, 0))] == at) if len(doms) else \
+        np.zeros(len(at), dtype=bool)
+    out: IArray = np.where(inside, pos, len(doms))
+    return out
+
+
+DOMAIN_POSITION: Derived[IArray] = Derived(
+    "spread.domain_position", _domain_position,
+    key=lambda p, job, group, level: (eligibility.shape_key(p, job, group), level))
+"""Per node: the position of its domain of `level` among `eligible_domains`, or their count
+when its domain holds no eligible node."""
+
+
+def domain_position(p: Problem, job: JobSpec, group: GroupSpec, level: int) -> IArray:
+    """Per node: its domain's position among the group's eligible domains of `level` (their
+    count where none): index `allowed_domains` with it."""
+    return p.derived(DOMAIN_POSITION, job, group, level)
+
+
+def allowed_domains(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int]) -> BArray:
+    """Whether each eligible spread domain may take one more replica (count + 1 - lowest count
+    <= max_skew), with one trailing False for nodes outside them (`domain_position`)."""
     spread = group.spec.spread
     assert spread is not None
-    level = p.level_index(spread.level)
-    doms = eligible_domains(p, job, group, level)
+    doms = eligible_domains(p, job, group, p.level_index(spread.level))
     counts = np.zeros(len(doms), dtype=np.int64)
     if counts_by_domain:
         placed = np.fromiter(counts_by_domain, dtype=np.int64)
@@ -51,10 +73,20 @@ def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: 
         inside = (pos < len(doms)) & (doms[np.minimum(pos, len(doms) - 1)] == placed)
         counts[pos[inside]] = np.fromiter(counts_by_domain.values(), dtype=np.int64)[inside]
     lowest = counts.min() if len(counts) else 0
-    at = p.node_domain_at(level)
-    flags = np.zeros(max(len(p.domain_ids), p.n_nodes), dtype=bool)  # domain ids, or node ids at the node level
-    flags[doms[counts + 1 - lowest <= spread.max_skew]] = True
-    return flags[at] if nodes is None else flags[at[nodes]]
+    out = np.zeros(len(doms) + 1, dtype=bool)
+    out[:-1] = counts + 1 - lowest <= spread.max_skew
+    return out
+
+
+def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int],
+                  nodes: IArray | None = None) -> BArray:
+    """Whether each node (all, or `nodes`) is in a spread domain that may take one more replica."""
+    spread = group.spec.spread
+    assert spread is not None
+    position = domain_position(p, job, group, p.level_index(spread.level))
+    ok = allowed_domains(p, job, group, counts_by_domain)
+    out: BArray = ok[position] if nodes is None else ok[position[nodes]]
+    return out
 
 
 def check(view: PlanView) -> list[Violation]:

@@ -28,6 +28,7 @@ from optsched.ledger import EPS, Ledger, PlacedReplica, crossed_domains
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.problem import BArray, Derived, FArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.scores import (
+    SCALAR_SCORERS,
     Scorer,
     score_alignment,
     score_binpack,
@@ -81,6 +82,11 @@ MAX_DOMAIN_ATTEMPTS = 64
 """Domains tried per job by the domain-first strategies before the job is deferred."""
 
 
+SCALAR_RESCORE = 8
+"""Changed nodes up to which a cursor re-scores one by one in plain Python (`SCALAR_SCORERS`)
+rather than in one vectorised call (numpy's per-call cost dominates below it)."""
+
+
 class NodeCursor:
     """The eligible nodes of one replica shape, with their fit and score, kept current lazily.
 
@@ -99,11 +105,19 @@ class NodeCursor:
         self.nodes = nodes
         self.key = np.full(len(nodes), -np.inf)
         self.seen = len(engine.changed)
+        self._positions: dict[int, IArray] = {}
         if len(nodes):
             self._score(np.arange(len(nodes)))
 
     def _score(self, positions: IArray) -> None:
         e = self.engine
+        one = SCALAR_SCORERS.get(e.s.score)
+        if one is not None and len(positions) <= SCALAR_RESCORE:
+            for i in positions.tolist():
+                node = int(self.nodes[i])
+                self.key[i] = one(e.p, e.ledger, self.group, node) if e.ledger.fits_one(self.group, node) \
+                    else -np.inf
+            return
         nodes = self.nodes[positions]
         fit = e.ledger.fits_at(self.group, nodes)
         self.key[positions] = -np.inf
@@ -132,6 +146,13 @@ class NodeCursor:
             return -1
         i = int(np.argmax(key))
         return int(self.nodes[i]) if key[i] > -np.inf else -1
+
+    def domain_positions(self, job: JobSpec, group: GroupSpec, level: int) -> IArray:
+        """`spread.domain_position` of the cursor's nodes (kept: a spread group asks per replica)."""
+        got = self._positions.get(level)
+        if got is None:
+            got = self._positions[level] = spread.domain_position(self.engine.p, job, group, level)[self.nodes]
+        return got
 
     def drop(self, node: int) -> None:
         """Do not offer `node` until its usage changes (its devices cannot take the replica)."""
@@ -184,7 +205,7 @@ class GreedyEngine:
             for r in placed:
                 if r.group == group.index:
                     counts[int(at[r.node])] = counts.get(int(at[r.node]), 0) + 1
-            ok = spread.allowed_nodes(p, job, group, counts, cursor.nodes)
+            ok = spread.allowed_domains(p, job, group, counts)[cursor.domain_positions(job, group, level)]
             allowed = ok if allowed is None else allowed & ok
             if not allowed.any():
                 return None, "spread"
@@ -369,8 +390,9 @@ class GreedyEngine:
         """Account an admitted job beyond its replicas' node usage: its tenant's share (DRF order)
         and its uplink traffic."""
         self._account_tenant(job, replicas)
-        nodes = np.array([r.node for r in replicas], dtype=np.int64)
-        self.ledger.add_uplink(crossed_domains(self.p, nodes), job.bandwidth)
+        if job.bandwidth and len(replicas) > 1:
+            nodes = np.array([r.node for r in replicas], dtype=np.int64)
+            self.ledger.add_uplink(crossed_domains(self.p, nodes), job.bandwidth)
 
     def use_nodes(self, nodes: BArray) -> None:
         """Place on `nodes` from now on (by default the real nodes; provisioning slots are added by
@@ -408,12 +430,15 @@ def to_plan(p: Problem, placed: dict[str, list[PlacedReplica]], deferred: dict[s
             stats: SolverStats) -> Plan:
     """Turn engine output into a Plan document (node ids, node-local device indices)."""
     out: list[Placement] = []
+    dev_local = p.dev_local.tolist()
     for job in p.jobs:
         for r in sorted(placed.get(job.id, []), key=lambda r: (r.group, r.replica)):
             g = job.groups[r.group]
-            out.append(Placement(job=job.id, group=g.name, replica=r.replica, node=p.node_ids[r.node],
-                                 devices=[int(p.dev_local[d]) for d in r.devices],
-                                 share=r.share if g.share else None, elastic=r.elastic))
+            # built from the compiled round's own ids and counts: nothing to validate (the plan
+            # is checked as a whole by the validator in tests), and validation was 17 us a replica
+            out.append(Placement.model_construct(job=job.id, group=g.name, replica=r.replica, node=p.node_ids[r.node],
+                                                 devices=[dev_local[d] for d in r.devices],
+                                                 share=r.share if g.share else None, elastic=r.elastic))
     defer = [Deferred.model_validate({"job": j.id, "reason": deferred[j.id][0], "detail": deferred[j.id][1]})
              for j in p.jobs if j.id in deferred]
     return Plan(placements=out, deferred=defer, solver=stats)

@@ -70,32 +70,55 @@ def crossed_domains(p: Problem, nodes: IArray) -> IArray:
 
 
 @dataclass(frozen=True)
-class _RunningDelta:
-    """What a running job adds to a ledger, as arrays (cached per problem and job)."""
+class RunningPack:
+    """Every running job's usage as flat arrays, one row per placement, device and crossed
+    uplink, tagged with the job's index in `Problem.running` (built once per problem): releasing
+    a set of running jobs is then a handful of vectorised updates, however many there are (the
+    `kueue` baseline releases and restores preemption candidates by the hundred per job)."""
 
-    nodes: IArray
-    req: FArray
-    devices: IArray
-    shares: FArray
+    place_job: IArray
+    place_node: IArray
+    place_req: FArray
+    """Per placement: running job, node, request per resource (placements x resources)."""
+    dev_job: IArray
+    dev_index: IArray
+    dev_share: FArray
+    """Per device a placement holds: running job, flat device index, share of it."""
     quota: FArray
-    crossed: IArray
+    """Quota per running job and flavor (running x flavors)."""
+    cross_job: IArray
+    cross_domain: IArray
+    """Per uplink a running job crosses: the job, the domain."""
+    bandwidth: FArray
+    """Per running job: its collective traffic (Gbps)."""
+    tenant: IArray
 
 
-def _running_delta(p: Problem, job: JobSpec) -> _RunningDelta:
-    nodes = np.array([pl.node for pl in job.placements], dtype=np.int64)
-    req = np.stack([job.groups[pl.group].req for pl in job.placements]) if job.placements \
-        else np.zeros((0, len(p.resources)))
-    devices = np.array([d for pl in job.placements for d in pl.devices], dtype=np.int64)
-    shares = np.array([pl.share for pl in job.placements for _ in pl.devices], dtype=float)
-    quota = np.zeros(len(p.flavors))
-    for pl in job.placements:
-        quota += flavor_use(p, job.groups[pl.group], pl.node)
-    return _RunningDelta(nodes, req, devices, shares, quota, crossed_domains(p, nodes))
+def _running_pack(p: Problem) -> RunningPack:
+    run = p.running
+    placements = [(k, pl) for k, j in enumerate(run) for pl in j.placements]
+    req = np.array([run[k].groups[pl.group].req for k, pl in placements], dtype=float).reshape(
+        len(placements), len(p.resources))
+    devices = [(k, d, pl.share) for k, pl in placements for d in pl.devices]
+    quota = np.zeros((len(run), len(p.flavors)))
+    for k, pl in placements:
+        if len(p.flavors):
+            quota[k] += flavor_use(p, run[k].groups[pl.group], pl.node)
+    crossed = [crossed_domains(p, np.array([pl.node for pl in j.placements], dtype=np.int64)) for j in run]
+    return RunningPack(
+        place_job=np.array([k for k, _ in placements], dtype=np.int64),
+        place_node=np.array([pl.node for _, pl in placements], dtype=np.int64), place_req=req,
+        dev_job=np.array([k for k, _, _ in devices], dtype=np.int64),
+        dev_index=np.array([d for _, d, _ in devices], dtype=np.int64),
+        dev_share=np.array([s for _, _, s in devices], dtype=float), quota=quota,
+        cross_job=np.repeat(np.arange(len(run), dtype=np.int64), [len(c) for c in crossed]),
+        cross_domain=np.concatenate(crossed) if crossed else np.zeros(0, dtype=np.int64),
+        bandwidth=np.array([j.bandwidth for j in run], dtype=float),
+        tenant=np.array([j.tenant for j in run], dtype=np.int64))
 
 
-RUNNING_DELTA: Derived[_RunningDelta] = Derived("ledger.running_delta", _running_delta,
-                                                key=lambda p, job: job.id)
-"""What a running job adds to a ledger."""
+RUNNING_PACK: Derived[RunningPack] = Derived("ledger.running_pack", _running_pack)
+"""`RunningPack` of the round."""
 
 
 def _running_ledger(p: Problem) -> Ledger:
@@ -158,6 +181,27 @@ class Ledger:
         self.max_share_free = np.zeros(p.n_nodes)
         if len(share):
             np.maximum.at(self.max_share_free, p.dev_node, share)
+
+    def _refresh_devices_of(self, nodes: IArray) -> None:
+        """`_refresh_all_devices` for `nodes` only (sorted, distinct), vectorised."""
+        p = self.problem
+        counts = p.node_dev_count[nodes]
+        total = int(counts.sum())
+        if not total:
+            return
+        ends = np.cumsum(counts)
+        idx = np.repeat(p.node_dev_start[nodes] - (ends - counts), counts) + np.arange(total)
+        position = np.repeat(np.arange(len(nodes)), counts)
+        free = p.dev_healthy[idx] & (self.dev_used[idx] <= EPS)
+        self.free_whole[nodes] = np.bincount(position, weights=free, minlength=len(nodes)).astype(np.int64)
+        groups, inverse = np.unique(p.dev_group[idx], return_inverse=True)
+        per_group = np.bincount(inverse, weights=free, minlength=len(groups)).astype(np.int64)
+        largest = np.zeros(len(nodes), dtype=np.int64)
+        np.maximum.at(largest, np.searchsorted(nodes, p.group_node[groups]), per_group)
+        self.max_group_free[nodes] = largest
+        share = np.zeros(len(nodes))
+        np.maximum.at(share, position, np.where(p.dev_healthy[idx], 1.0 - self.dev_used[idx], 0.0))
+        self.max_share_free[nodes] = share
 
     def _refresh_node(self, n: int) -> None:
         p = self.problem
@@ -234,29 +278,38 @@ class Ledger:
         """Account (or release) a running job where it sits, uplinks included."""
         self.add_replicas(job, job.placements, sign)
 
-    def add_running_many(self, jobs: Sequence[JobSpec], sign: float = 1.0) -> None:
-        """`add_running` for many jobs at once: one vectorised update, device summaries refreshed
-        once per touched node (the `kueue` baseline releases and restores preemption candidates
-        by the hundred; one at a time, that was most of its time in a profile)."""
+    def add_running_many(self, jobs: Sequence[JobSpec], sign: float = 1.0) -> IArray:
+        """`add_running` for many running jobs at once: one vectorised update from the round's
+        `RunningPack`, device summaries refreshed once per touched node (a job listed twice
+        counts twice, as with `add_running`). Returns the nodes whose usage it changed (a node once
+        per placement of the jobs on it)."""
+        p = self.problem
         if not jobs:
-            return
-        parts = [self.problem.derived(RUNNING_DELTA, j) for j in jobs]
-        nodes = np.concatenate([d.nodes for d in parts])
-        np.add.at(self.used, nodes, sign * np.concatenate([d.req for d in parts]))
-        devs = np.concatenate([d.devices for d in parts])
+            return np.zeros(0, dtype=np.int64)
+        pack = p.derived(RUNNING_PACK)
+        times = np.bincount(np.fromiter((j.index for j in jobs), dtype=np.int64, count=len(jobs)),
+                            minlength=len(p.running)).astype(float)
+        weight = sign * times
+        rows = np.flatnonzero(times[pack.place_job] > 0)
+        nodes = pack.place_node[rows]
+        np.add.at(self.used, nodes, weight[pack.place_job[rows], None] * pack.place_req[rows])
+        devs = np.flatnonzero(times[pack.dev_job] > 0)
         if len(devs):
-            np.add.at(self.dev_used, devs, sign * np.concatenate([d.shares for d in parts]))
-            touched = np.unique(self.problem.dev_node[devs])
+            np.add.at(self.dev_used, pack.dev_index[devs], weight[pack.dev_job[devs]] * pack.dev_share[devs])
+            touched = np.unique(p.dev_node[pack.dev_index[devs]])
             if len(touched) > 16:  # one vectorised pass beats many per-node refreshes
-                self._refresh_all_devices()
+                self._refresh_devices_of(touched)
             else:
                 for n in touched.tolist():
                     self._refresh_node(n)
-        if len(self.problem.flavors):
-            for j, d in zip(jobs, parts, strict=True):
-                self.quota_used[j.tenant] += sign * d.quota
-        for j, d in zip(jobs, parts, strict=True):
-            self.add_uplink(d.crossed, j.bandwidth, sign)
+        chosen = np.flatnonzero(times)
+        if len(p.flavors):
+            np.add.at(self.quota_used, pack.tenant[chosen], weight[chosen, None] * pack.quota[chosen])
+        cross = np.flatnonzero((times[pack.cross_job] > 0) & (pack.bandwidth[pack.cross_job] != 0))
+        if len(cross):
+            job = pack.cross_job[cross]
+            np.add.at(self.uplink_load, pack.cross_domain[cross], weight[job] * pack.bandwidth[job])
+        return nodes
 
     def add_replicas(self, job: JobSpec, replicas: Sequence[RunningPlacement | PlacedReplica],
                      sign: float = 1.0) -> None:
@@ -317,17 +370,19 @@ class Ledger:
         per_dev = np.where(p.dev_healthy, np.floor((1.0 - self.dev_used + EPS) / share), 0.0)
         return np.bincount(p.dev_node, weights=per_dev, minlength=p.n_nodes).astype(float)
 
-    def replicas_fit(self, group: GroupSpec, nodes: IArray, share_slots: FArray | None = None) -> IArray:
+    def replicas_fit(self, group: GroupSpec, nodes: IArray, share_slots: FArray | None = None,
+                     slack: float = EPS) -> IArray:
         """Most replicas of `group` each of `nodes` could hold alone (resources and devices), vectorised.
 
-        `share_slots` is `share_slots(group.share)` when the caller already has it.
+        `share_slots` is `share_slots(group.share)` when the caller already has it; `slack` is
+        added to every free resource amount before dividing (a larger one only overestimates).
         """
         p = self.problem
         free = p.cap[nodes] - self.used[nodes]
         need = group.req > 0
         n = np.full(len(nodes), float(group.rmax))
         if need.any():
-            n = np.minimum(n, np.floor((free[:, need] + EPS) / group.req[need]).min(axis=1))
+            n = np.minimum(n, np.floor((free[:, need] + slack) / group.req[need]).min(axis=1))
         if group.whole:
             n = np.minimum(n, self.free_whole[nodes] // group.whole)
         elif group.share:

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from optsched.concerns import eligibility
+from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import preemption, quota
 from optsched.ledger import EPS, PlacedReplica, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
@@ -55,6 +55,10 @@ from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, to_plan
 
 PLACEMENT = "best-fit"
 """The node score the admitted jobs are placed with (kube-scheduler MostAllocated)."""
+
+PRECHECK_SLACK = 1e-6
+"""Resource slack of the capacity precheck (`KueueEngine._cannot_fit`): it may only overestimate
+what fits, never reject a placement the engine would find."""
 
 MAX_CANDIDATES = 256
 """Preemption candidates considered per job, in Kueue's order (the rest are not tried)."""
@@ -79,6 +83,8 @@ class KueueEngine(GreedyEngine):
         self.evicted_jobs: list[JobSpec] = []
         self.preempt_deadline = math.inf
         """perf_counter time after which jobs are no longer given preemption attempts."""
+        self._trials: dict[tuple[int, tuple[int, ...], bool], Attempt | None] = {}
+        """Outcomes of trial placements since the round's state last changed (`_fits_without`)."""
 
     # ------------------------------------------------------------------ quota arithmetic
     def _need(self, job: JobSpec) -> FArray:
@@ -129,8 +135,7 @@ class KueueEngine(GreedyEngine):
     # ------------------------------------------------------------------ running jobs
     def _release(self, victims: list[JobSpec], sign: float = -1.0) -> None:
         """Take running jobs out of the ledger (sign=+1 puts them back)."""
-        self.ledger.add_running_many(victims, sign)
-        self.changed.extend(pl.node for v in victims for pl in v.placements)
+        self.changed.extend(self.ledger.add_running_many(victims, sign).tolist())
 
     def _candidates(self, job: JobSpec, for_nodes: bool = False) -> list[tuple[JobSpec, str]]:
         """Running jobs this job may evict under its tenant's policies, in Kueue's order, with the
@@ -177,16 +182,53 @@ class KueueEngine(GreedyEngine):
     # ------------------------------------------------------------------ preemption
     def _fits_without(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool, keep: bool) -> Attempt | None:
         """Release `victims`, try to place the job; with `keep` a success stays placed (victims
-        stay released), otherwise everything is put back. Returns the attempt if it fits."""
+        stay released), otherwise everything is put back. Returns the attempt if it fits.
+
+        A trial puts everything back, so between two changes of the round's state the same
+        trial has the same outcome: outcomes are remembered (`_trials`, emptied when a job is
+        kept) and a kept success re-applies the replicas its trial found. A trial the victims'
+        capacity cannot pass (`_cannot_fit`) is not run."""
+        key = (job.index, tuple(v.index for v in victims), allow_borrow)
+        known = self._trials.get(key, False)
+        if known is not False and not (keep and known is not None):
+            return known
         self._release(victims)
+        if known is not False and known is not None:  # keep a success found by a trial
+            for r in known.replicas:
+                self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share)
+                self.changed.append(r.node)
+            self._trials.clear()
+            return Attempt(list(known.replicas))
+        if self._cannot_fit(job):
+            self._release(victims, sign=1.0)
+            self._trials[key] = None
+            return None
         att = self.place_job(job)
         ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
         if ok and keep:
+            self._trials.clear()
             return att
         if att.failure is None:
             self.rollback(job, list(att.replicas))
         self._release(victims, sign=1.0)
+        self._trials[key] = Attempt(list(att.replicas)) if ok else None
         return att if ok else None
+
+    def _cannot_fit(self, job: JobSpec) -> bool:
+        """Whether the job's replicas cannot fit on the nodes it may use even counted node by
+        node from free capacity alone (a necessary condition of a placement, so a trial it
+        rejects would have failed): a gang (or ratio) job needs each group's count, another
+        job at least one replica."""
+        counts = gang.target_counts(job)
+        if counts is None:
+            return False
+        fits = []
+        for group in job.groups:
+            nodes = self._cursor(job, group).nodes
+            fits.append(int(self.ledger.replicas_fit(group, nodes, slack=PRECHECK_SLACK).sum()) if len(nodes) else 0)
+        if job.gang or job.ratios:
+            return any(f < c for f, c in zip(fits, counts, strict=True))
+        return not any(f > 0 and c > 0 for f, c in zip(fits, counts, strict=True))
 
     def _targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
         """The shortest prefix of `cands` after whose eviction the job fits, minimised in reverse."""
@@ -317,6 +359,7 @@ class KueueEngine(GreedyEngine):
 
     def admit(self, job: JobSpec) -> Attempt:
         """Place the job, preempting if it does not fit; returns the attempt."""
+        self._trials.clear()
         att = self.place_job(job)
         if att.failure is None and self._quota_ok(job, att, allow_borrow=True):
             return att

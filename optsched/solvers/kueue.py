@@ -189,11 +189,12 @@ class KueueEngine(GreedyEngine):
         kept) and a kept success re-applies the replicas its trial found. A trial the victims'
         capacity cannot pass (`_cannot_fit`) is not run."""
         key = (job.index, tuple(v.index for v in victims), allow_borrow)
-        known = self._trials.get(key, False)
-        if known is not False and not (keep and known is not None):
+        tried = key in self._trials
+        known = self._trials.get(key)
+        if tried and not (keep and known is not None):
             return known
         self._release(victims)
-        if known is not False and known is not None:  # keep a success found by a trial
+        if known is not None:  # keep a success found by a trial
             for r in known.replicas:
                 self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share)
                 self.changed.append(r.node)

@@ -83,8 +83,8 @@ MAX_DOMAIN_ATTEMPTS = 64
 
 
 SCALAR_RESCORE = 8
-"""Changed nodes up to which a cursor re-scores one by one in plain Python (`SCALAR_SCORERS`)
-rather than in one vectorised call (numpy's per-call cost dominates below it)."""
+"""Changes (log entries) up to which a cursor re-scores their nodes one by one in plain Python
+(`SCALAR_SCORERS`) rather than in one vectorised call (numpy's per-call cost dominates below it)."""
 
 
 class NodeCursor:
@@ -106,19 +106,14 @@ class NodeCursor:
         self.key = np.full(len(nodes), -np.inf)
         self.seen = len(engine.changed)
         self._positions: dict[int, IArray] = {}
+        self._where: dict[int, int] | None = None
+        """Position of each of `nodes` (built on the first one-by-one re-score)."""
         if len(nodes):
             self._score(np.arange(len(nodes)))
 
     def _score(self, positions: IArray) -> None:
-        e = self.engine
-        one = SCALAR_SCORERS.get(e.s.score)
-        if one is not None and len(positions) <= SCALAR_RESCORE:
-            for i in positions.tolist():
-                node = int(self.nodes[i])
-                self.key[i] = one(e.p, e.ledger, self.group, node) if e.ledger.fits_one(self.group, node) \
-                    else -np.inf
-            return
         nodes = self.nodes[positions]
+        e = self.engine
         fit = e.ledger.fits_at(self.group, nodes)
         self.key[positions] = -np.inf
         self.key[positions[fit]] = e.s.score(e.p, e.ledger, self.group, nodes[fit])
@@ -129,8 +124,20 @@ class NodeCursor:
         if self.seen == len(log) or not len(self.nodes):
             self.seen = len(log)
             return
-        touched = np.fromiter(sorted(set(log[self.seen:])), dtype=np.int64)
+        new = log[self.seen:]
         self.seen = len(log)
+        e = self.engine
+        one = SCALAR_SCORERS.get(e.s.score)
+        if one is not None and len(new) <= SCALAR_RESCORE:  # the usual case: the node just placed on
+            if self._where is None:
+                self._where = dict(zip(self.nodes.tolist(), range(len(self.nodes)), strict=True))
+            for node in set(new):
+                i = self._where.get(node)
+                if i is not None:
+                    self.key[i] = one(e.p, e.ledger, self.group, node) if e.ledger.fits_one(self.group, node) \
+                        else -np.inf
+            return
+        touched = np.fromiter(sorted(set(new)), dtype=np.int64)
         pos = np.searchsorted(self.nodes, touched)
         inside = pos < len(self.nodes)
         pos = pos[inside]

@@ -112,8 +112,8 @@ class NodeCursor:
             self._score(np.arange(len(nodes)))
 
     def _score(self, positions: IArray) -> None:
-        nodes = self.nodes[positions]
         e = self.engine
+        nodes = self.nodes[positions]
         fit = e.ledger.fits_at(self.group, nodes)
         self.key[positions] = -np.inf
         self.key[positions[fit]] = e.s.score(e.p, e.ledger, self.group, nodes[fit])

@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cost.py
 	$(BIN)/python benchmarks/scale.py --out benchmarks/results
 	$(BIN)/python benchmarks/startup.py --out benchmarks/results
+	$(BIN)/python benchmarks/fingerprints.py --out benchmarks/results
 	$(BIN)/optsched bench rounds
 	$(BIN)/optsched bench philly
 

@@ -103,20 +103,14 @@ def fabric_clusters(seeds: list[int], limit: float) -> tuple[list[list[Any]], li
 
 def huge(limit: float) -> list[list[Any]]:
     """102,400 GPUs / 10,000 jobs: the baselines to completion, then cpsat at `limit`."""
-    from benchmarks.compile import big_cluster
+    from benchmarks.huge import baselines, huge_round
 
-    cluster = big_cluster(12_800)
-    queue = generate_queue(cluster, "mixed", jobs=10_000, load=1.0, seed=0)
-    p = compile_problem(cluster, queue)
+    cluster, queue = huge_round()
     rows = []
     best = 0.0
-    for s in STRATEGIES:
-        t = time.perf_counter()
-        plan = solve_greedy(p, s)
-        wall = time.perf_counter() - t  # the baseline alone, not its evaluation
-        value = evaluate_problem(p, plan).admitted_value
+    for name, wall, _, value in baselines(compile_problem(cluster, queue)):
         best = max(best, value)
-        rows.append([s, round(wall, 2), "heuristic", round(value, 1), "-", "-"])
+        rows.append([name, round(wall, 2), "heuristic", round(value, 1), "-", "-"])
         print(rows[-1], flush=True)
     got = _round(cluster, queue, limit, 0)
     rows.append([f"cpsat {limit:g} s", round(got["wall"], 2), got["status"], round(got["value"], 1),

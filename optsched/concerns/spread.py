@@ -40,9 +40,10 @@ ELIGIBLE_DOMAINS: Derived[IArray] = Derived(
 def _domain_position(p: Problem, job: JobSpec, group: GroupSpec, level: int) -> IArray:
     doms = eligible_domains(p, job, group, level)
     at = p.node_domain_at(level)
+    if not len(doms):
+        return np.zeros(len(at), dtype=np.int64)
     pos = np.searchsorted(doms, at)
-    inside = (pos < len(doms)) & (doms[np.minimum(pos, max(len(doms) - 1, 0))] == at) if len(doms) else \
-        np.zeros(len(at), dtype=bool)
+    inside = (pos < len(doms)) & (doms[np.minimum(pos, len(doms) - 1)] == at)
     out: IArray = np.where(inside, pos, len(doms))
     return out
 

@@ -15,8 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import machine, table, timed, write
 from optsched import load_cluster
+from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
-from optsched.generate import MODELS_DIR, free_gpus, generate_queue
+from optsched.generate import free_gpus, generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.problem import compile_problem
 from optsched.solvers.greedy import STRATEGIES, solve_greedy
@@ -34,7 +35,7 @@ def main() -> None:
            "`wall s` is the baseline alone (median of 3 runs); `check` is the validator's verdict; "
            "value = admitted_value (see docs/metrics.md).\n"]
     for name, jobs, load, seeds in CASES:
-        cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
+        cluster = load_cluster(DATA_DIR / "clusters" / f"{name}.yaml")
         rows = []
         for seed in seeds:
             queue = generate_queue(cluster, "mixed", jobs=jobs, load=load, seed=seed)

@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import machine, table, write
 from benchmarks.cpsat import CLUSTERS
 from optsched import load_cluster
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.bundled import DATA_DIR
+from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.problem import compile_problem
 from optsched.solvers.bound import value_bound
@@ -27,7 +28,7 @@ from optsched.solvers.greedy import STRATEGIES, solve_greedy
 def main() -> None:
     rows = []
     for name, jobs in CLUSTERS.items():
-        cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
+        cluster = load_cluster(DATA_DIR / "clusters" / f"{name}.yaml")
         for load in (1.0, 2.0, 4.0):
             p = compile_problem(cluster, generate_queue(cluster, "mixed", jobs=jobs, load=load, seed=0))
             lp = value_bound(p)

@@ -25,8 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import machine, table, write
+from optsched.bundled import DATA_DIR
 from optsched.capacity import Demand, Pools, load_pools, plan_capacity
-from optsched.generate import MODELS_DIR
 
 FRONT_WEEKS = 4
 """Weeks of the cost-vs-service-level frontier: the chance constraint's big-M indicators make
@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--period-hours", type=int, default=6)
     ap.add_argument("--scenarios", type=int, default=50)
     args = ap.parse_args()
-    pools = load_pools(MODELS_DIR / "capacity" / "pools.yaml")
+    pools = load_pools(DATA_DIR / "capacity" / "pools.yaml")
     demand = synthetic_demand(args.weeks, args.period_hours, args.scenarios)
     rows = []
     plans = {}
@@ -103,7 +103,7 @@ def main() -> None:
         print(front[-1], flush=True)
     n_periods, n_s = demand.periods, len(demand.scenarios)
     write("capacity", f"# Capacity planner\n\n{dt.date.today()}, {machine()}. Pools: "
-          f"models/capacity/pools.yaml (H100 / A100 / L40S nodes of 8 / 8 / 4 GPUs). Demand: synthetic, "
+          f"optsched/data/capacity/pools.yaml (H100 / A100 / L40S nodes of 8 / 8 / 4 GPUs). Demand: synthetic, "
           f"{args.weeks} weeks of hourly values (daily and weekly cycles, +30% growth, lognormal scenario level "
           f"and hourly noise; benchmarks/capacity.py), max per {args.period_hours}-hour period: {n_periods} periods "
           f"x {n_s} scenarios x 3 models. Costs in $ million over the horizon (expected). Rules of thumb fix "

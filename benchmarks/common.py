@@ -1,7 +1,12 @@
-"""Helpers shared by the benchmark scripts: timing and markdown tables."""
+"""Helpers shared by the benchmark scripts: timing, markdown tables, and where results go.
+
+Results go to `RESULTS`: ``$OPTSCHED_RESULTS`` when set, else ./optsched-results/. Only `make bench`
+sets it to benchmarks/results, so a script run by hand never overwrites the committed evidence.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +16,8 @@ import numpy as np
 
 from optsched.bench.report import machine, table
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(os.environ.get("OPTSCHED_RESULTS") or "optsched-results")
+"""Folder the scripts write their reports and plots into (module docstring)."""
 T = TypeVar("T")
 __all__ = ["RESULTS", "machine", "table", "timed", "write"]
 
@@ -28,8 +34,8 @@ def timed(fn: Callable[[], T], repeat: int = 1) -> tuple[T, float]:
 
 
 def write(name: str, text: str) -> Path:
-    """Write benchmarks/results/<name>.md and echo it."""
-    RESULTS.mkdir(exist_ok=True)
+    """Write RESULTS/<name>.md and echo it."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.md"
     path.write_text(text)
     print(text)

@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, machine, table, write
 from optsched import load_cluster
+from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Plan, Queue
 from optsched.pareto import exact_front
@@ -60,7 +61,7 @@ LOCALITY_SOLVERS: list[tuple[str, str, Any]] = [
 
 def no_quota_cluster() -> Cluster:
     """mixed-cloud-10k without tenants (quotas); running jobs move to the default tenant."""
-    c = load_cluster(MODELS_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    c = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
     running = [r.model_copy(update={"job": r.job.model_copy(update={"tenant": "default"})}) for r in c.running]
     return c.model_copy(update={"tenants": [], "running": running})
 
@@ -238,7 +239,7 @@ SIM_POLICIES: list[tuple[str, str, Any, float]] = [
 def burst_cluster(nodes: int = 24, burst: int = 8) -> Cluster:
     """The first `nodes` DGX nodes of dgx-h100-1k (reserved, $60/h) and an on-demand pool of up
     to `burst` more ($98.32/h, up 300 s after the plan that creates them)."""
-    c = load_cluster(MODELS_DIR / "clusters" / "dgx-h100-1k.yaml")
+    c = load_cluster(DATA_DIR / "clusters" / "dgx-h100-1k.yaml")
     doc = c.model_copy(update={"nodes": c.nodes[:nodes]}).model_dump()
     first = doc["nodes"][0]
     doc["node_templates"] = {"dgx": {k: first[k] for k in ("capacity", "devices", "interconnect")}}
@@ -289,6 +290,7 @@ def plot(front: np.ndarray, points: dict[str, Point], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import machine, table, write
 from optsched import load_cluster
+from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.problem import compile_problem
 from optsched.solvers.cpsat import solve_cpsat
@@ -51,7 +52,7 @@ def main() -> None:
            "and the greedy hint; every plan was checked by the validator.\n"]
     summary: dict[tuple[str, float], list[tuple[float, float | None, float, str]]] = {}
     for name, jobs in CLUSTERS.items():
-        cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
+        cluster = load_cluster(DATA_DIR / "clusters" / f"{name}.yaml")
         rows = []
         for seed in seeds:
             for load in loads:
@@ -113,7 +114,7 @@ def tight(n_seeds: int) -> None:
     """Where greedy loses on topology: gangs of 16-256 GPUs with required leaves, 10 s limit."""
     rows = []
     for name in ("dgx-h100-1k", "ascend-910b-4k"):
-        cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
+        cluster = load_cluster(DATA_DIR / "clusters" / f"{name}.yaml")
         for seed in range(n_seeds):
             queue = generate_queue(cluster, "topology-tight", load=1.5, seed=seed)
             p = compile_problem(cluster, queue)

@@ -18,7 +18,8 @@ from ortools.sat.python import cp_model
 from benchmarks.common import machine, table, write
 from optsched import load_cluster
 from optsched.budget import candidate_cap
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.bundled import DATA_DIR
+from optsched.generate import generate_queue
 from optsched.ledger import Ledger
 from optsched.metrics import evaluate_problem
 from optsched.objective import Objective
@@ -32,7 +33,7 @@ from optsched.solvers.greedy import solve_greedy
 
 
 def main() -> None:
-    cluster = load_cluster(MODELS_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    cluster = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
     queue = generate_queue(cluster, "mixed", jobs=1000, load=2.0, seed=0)
     p = compile_problem(cluster, queue)
     hint = solve_greedy(p, "best-fit")

@@ -18,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from optsched import load_cluster
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.bundled import DATA_DIR
+from optsched.generate import generate_queue
 from optsched.model import Cluster, Plan, Queue
 from optsched.problem import compile_problem
 from optsched.solvers.greedy import NAMED_STRATEGIES, solve_greedy
@@ -38,12 +39,12 @@ def reference_rounds() -> list[tuple[str, Cluster, Queue]]:
     / inference at 2x load; mixed-cloud-10k (tenants, preemptible running jobs), 400 jobs, seeds 0-1."""
     rounds = []
     for name, jobs in [("dgx-h100-1k", 300), ("ascend-910b-4k", 500)]:
-        cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
+        cluster = load_cluster(DATA_DIR / "clusters" / f"{name}.yaml")
         for seed in (0, 1):
             for mix in ("mixed", "topology-tight", "inference"):
                 rounds.append((f"{name}/{mix}/{seed}", cluster,
                                generate_queue(cluster, mix, jobs=jobs, load=2.0, seed=seed)))
-    cluster = load_cluster(MODELS_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    cluster = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
     for seed in (0, 1):
         rounds.append((f"mixed-cloud-10k/{seed}", cluster, generate_queue(cluster, "mixed", jobs=400, load=2.0,
                                                                           seed=seed)))

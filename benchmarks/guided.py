@@ -19,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import machine, table, write
 from benchmarks.cpsat import CLUSTERS
 from optsched import load_cluster
+from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.problem import Problem, compile_problem
 from optsched.solvers.bound import value_bound
@@ -49,7 +50,7 @@ def main() -> None:
     rows = []
     ratios: dict[str, list[float]] = {"guided": [], "lp-first": []}
     for cluster_name, jobs in CLUSTERS.items():
-        cluster = load_cluster(MODELS_DIR / "clusters" / f"{cluster_name}.yaml")
+        cluster = load_cluster(DATA_DIR / "clusters" / f"{cluster_name}.yaml")
         for seed in range(3):
             for load in (1.0, 2.0, 4.0):
                 p = compile_problem(cluster, generate_queue(cluster, "mixed", jobs=jobs, load=load, seed=seed))

@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import machine, table, write
 from optsched import load_cluster
 from optsched.bound import bound_problem
+from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
 from optsched.problem import Problem, compile_problem
@@ -78,7 +79,7 @@ def run(p: Problem, name: str, limit: float, seed: int, lp: float | None) -> dic
 
 def compare(name: str, jobs: int, seeds: list[int], limits: list[float]) -> tuple[list[list[Any]], list[Any]]:
     """Rows of cpsat vs milp on one cluster and queue size; and (cpsat wins, milp wins, ties)."""
-    cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
+    cluster = load_cluster(DATA_DIR / "clusters" / f"{name}.yaml")
     rows, tally = [], [0, 0, 0]
     for seed in seeds:
         queue = generate_queue(cluster, "mixed", jobs=jobs, load=2.0, seed=seed)
@@ -103,7 +104,7 @@ def greedy_gaps(seeds: list[int]) -> list[list[Any]]:
     """Every baseline's gap to the round's value bound (and Kueue's on the cluster with tenants)."""
     rows = []
     for name, jobs in REFERENCE.items():
-        cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
+        cluster = load_cluster(DATA_DIR / "clusters" / f"{name}.yaml")
         for seed in seeds:
             queue = generate_queue(cluster, "mixed", jobs=jobs, load=2.0, seed=seed)
             p = compile_problem(cluster, queue)

@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, machine, table, write
 from optsched import load_cluster
-from optsched.generate import MODELS_DIR, NodeGroup, fat_tree_cluster, generate_queue
+from optsched.bundled import DATA_DIR
+from optsched.generate import NodeGroup, fat_tree_cluster, generate_queue
 from optsched.model import Cluster
 from optsched.pareto import ParetoSet, exact_front, hypervolume, pareto_problem
 from optsched.pareto.front import minimised
@@ -88,7 +89,7 @@ def small_rounds(instances: list[int], seeds: list[int], objectives: tuple[str, 
 
 
 def large_round(seconds: float) -> tuple[list[list[object]], ParetoSet, ParetoSet]:
-    cluster = load_cluster(MODELS_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    cluster = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
     queue = generate_queue(cluster, "mixed", jobs=1000, seed=0)
     p = compile_problem(cluster, queue)
     names = ("admitted_value", "cost", "fragmentation")

@@ -27,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import machine, table
 from optsched import load_cluster, solve
+from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Queue
 from optsched.problem import compile_problem
@@ -50,7 +51,7 @@ def _round(cluster: Cluster, queue: Queue, limit: float, seed: int) -> dict[str,
 
 def mixed_cloud(seeds: list[int], limits: list[float]) -> tuple[list[list[Any]], list[list[Any]]]:
     """cpsat vs Kueue run to completion on mixed-cloud-10k, 1,000 jobs at 2x load."""
-    cluster = load_cluster(MODELS_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    cluster = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
     rows, summary = [], []
     for seed in seeds:
         queue = generate_queue(cluster, "mixed", jobs=1000, load=2.0, seed=seed)
@@ -79,7 +80,7 @@ def fabric_clusters(seeds: list[int], limit: float) -> tuple[list[list[Any]], li
     """cpsat at `limit` vs the best placement baseline run to completion, loads 1/2/4."""
     rows, summary = [], []
     for name, jobs in (("dgx-h100-1k", 300), ("ascend-910b-4k", 500)):
-        cluster = load_cluster(MODELS_DIR / "clusters" / f"{name}.yaml")
+        cluster = load_cluster(DATA_DIR / "clusters" / f"{name}.yaml")
         mine = []
         for seed in seeds:
             for load in (1.0, 2.0, 4.0):

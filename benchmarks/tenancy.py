@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import machine, table, write
 from optsched import load_cluster
+from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
-from optsched.generate import MODELS_DIR, generate_queue
+from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
 from optsched.problem import Problem, compile_problem
@@ -65,7 +66,7 @@ def row(p: Problem, name: str, plan: Plan, wall: float, seed: int, kueue: tuple[
 
 
 def main() -> None:
-    cluster = load_cluster(MODELS_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    cluster = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
     rows = []
     for seed in range(3):
         p = compile_problem(cluster, generate_queue(cluster, "mixed", jobs=1000, load=2.0, seed=seed))

@@ -1,9 +1,10 @@
 """optsched: schedule AI compute clusters by mathematical optimisation.
 
-The public surface: the documents (`Cluster`, `Queue`, `Plan`) and their loaders, `solve`,
-`check` (the validator), `evaluate` (the metrics), `chargeback` (a plan's $/h per tenant and
-pool), `bound` (an upper bound on admitted value for any plan), `pareto` (the trade-off between
-objectives as a set of plans) and `InputError`.
+The public surface: the documents (`Cluster`, `Queue`, `Plan`) and their loaders,
+`reference_cluster` (a bundled cluster by name), `solve`, `check` (the validator), `evaluate`
+(the metrics), `chargeback` (a plan's $/h per tenant and pool), `bound` (an upper bound on
+admitted value for any plan), `pareto` (the trade-off between objectives as a set of plans) and
+`InputError`.
 
 Names are loaded on first use (PEP 562), so that ``import optsched`` does not load OR-Tools,
 HiGHS, scipy or pymoo: a `check` or an `evaluate` never pays for the solvers
@@ -40,11 +41,13 @@ _PUBLIC = {
     "pareto": "optsched.pareto",
     "solve": "optsched.solve",
     "solver_names": "optsched.solve",
+    "reference_cluster": "optsched.bundled",
 }
 """Public name -> the module that defines it."""
 
 if TYPE_CHECKING:
     from optsched.bound import Bound, bound
+    from optsched.bundled import reference_cluster
     from optsched.check import Violation, check
     from optsched.errors import InputError, InputIssue
     from optsched.metrics import Metrics, chargeback, evaluate
@@ -101,6 +104,7 @@ __all__ = [
     "load_plan",
     "load_queue",
     "pareto",
+    "reference_cluster",
     "solve",
     "solver_names",
 ]

@@ -1,7 +1,12 @@
-"""The `optsched` command: solve, check, evaluate, generate, capacity, pareto, bench, schema, demo.
+"""The `optsched` command: solve, check, evaluate, generate, capacity, pareto, prewarm, bench, schema, demo.
+
+The documents, the validator and the solvers are imported by the commands that use them, so that
+`optsched --help` and `optsched --version` start fast (benchmarks/results/startup.md).
 
 Input errors print every problem with its field path and exit 2 (no traceback); `check` exits 1
-when the plan breaks a rule.
+when the plan breaks a rule. A cluster (or a capacity document) is a path or the name of a bundled
+one (`optsched.bundled`). Text that comes from documents (ids, messages) is printed as text, never
+read as rich markup.
 """
 
 from __future__ import annotations
@@ -10,69 +15,119 @@ import json
 import sys
 import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from optsched.check import check_problem
+from optsched import __version__
+from optsched.bundled import names, resolve
 from optsched.errors import InputError, InputIssue
-from optsched.generate import MODELS_DIR, generate_queue
-from optsched.metrics import chargeback_problem, evaluate_problem
-from optsched.model import Cluster, Plan, Queue, dump, load_cluster, load_plan, load_queue
-from optsched.problem import compile_problem
-from optsched.solvers.registry import solver_names
+
+if TYPE_CHECKING:
+    from optsched.model import Cluster, Plan, Queue
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Schedule AI compute clusters by mathematical optimisation.")
 console = Console()
 err = Console(stderr=True)
 
+ClusterArg = Annotated[str, typer.Argument(help=f"cluster document, or a bundled cluster: {names('cluster')}")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"optsched {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                               help="print the version and exit")] = False) -> None:
+    """Schedule AI compute clusters by mathematical optimisation."""
+
 
 def _fail_input(exc: InputError) -> None:
     err.print(f"[bold red]input error[/]: {len(exc.problems)} problem(s)")
     for p in exc.problems:
-        err.print(f"  - [cyan]{p.path}[/]: [yellow]{p.rule}[/] {p.message}")
+        err.print(f"  - [cyan]{escape(p.path)}[/]: [yellow]{escape(f'[{p.rule}]')}[/] {escape(p.message)}")
     raise typer.Exit(2)
 
 
+def _cluster(name_or_path: str) -> Cluster:
+    """A cluster document by path, or a bundled one by name."""
+    from optsched.model import load_cluster
+
+    return load_cluster(resolve("cluster", name_or_path))
+
+
+def _percent(gap: float | None) -> str:
+    return "n/a" if gap is None else f"{gap:.2%}"
+
+
 def _summary(cluster: Cluster, queue: Queue, plan: Plan) -> Table:
+    from optsched.model.stats import STATUS_MEANING
+
     jobs = {j.id: j for j in queue.jobs}
     admitted = {p.job for p in plan.placements if p.job in jobs}
     gpus = sum(p.share or len(p.devices) for p in plan.placements if p.devices)
     asked = sum(j.min_gpus for j in queue.jobs)
     reasons = Counter(d.reason for d in plan.deferred)
-    t = Table(title=f"plan by {plan.solver.name} ({plan.solver.status}, {plan.solver.wall_s:.3f} s)")
+    t = Table(title=escape(f"plan by {plan.solver.name} ({plan.solver.status}, {plan.solver.wall_s:.3f} s)"))
     t.add_column("what")
     t.add_column("value", justify="right")
+    t.caption = escape(f"{plan.solver.status}: {STATUS_MEANING.get(plan.solver.status, '')}"
+                       + (f" ({plan.solver.reason})" if plan.solver.reason else ""))
+    t.caption_justify = "left"
     t.add_row("queued jobs", str(len(queue.jobs)))
     t.add_row("admitted jobs", str(len(admitted)))
     t.add_row("placed replicas", str(len(plan.placements)))
     t.add_row("placed GPUs (min asked)", f"{gpus:g} ({asked:g})")
-    t.add_row("deferred jobs", str(len(plan.deferred)) +
-              (" (" + ", ".join(f"{k} {v}" for k, v in reasons.most_common()) + ")" if reasons else ""))
+    t.add_row("deferred jobs", escape(str(len(plan.deferred)) +
+              (" (" + ", ".join(f"{k} {v}" for k, v in reasons.most_common()) + ")" if reasons else "")))
     t.add_row("evictions", str(len(plan.evictions)))
     t.add_row("provisioned nodes", str(sum(p.count for p in plan.provisioning)))
     for k, v in plan.objective.items():
-        t.add_row(f"objective: {k}", f"{v:,.3f}")
+        t.add_row(escape(f"objective: {k}"), f"{v:,.3f}")
     if plan.solver.bound is not None:
-        t.add_row("bound / gap", f"{plan.solver.bound:,.3f} / {plan.solver.gap}")
+        t.add_row("bound / gap", f"{plan.solver.bound:,.3f} / {_percent(plan.solver.gap)}")
     return t
 
 
+def _plan_summary(cluster: Cluster, queue: Queue, plan: Plan) -> dict[str, object]:
+    """What `solve --json` prints: the solver's statistics, the counts of the summary, the objective."""
+    from optsched.model.stats import STATUS_MEANING
+
+    jobs = {j.id for j in queue.jobs}
+    return {"solver": plan.solver.model_dump(mode="json"),
+            "status_meaning": STATUS_MEANING.get(plan.solver.status),
+            "queued_jobs": len(queue.jobs),
+            "admitted_jobs": len({p.job for p in plan.placements if p.job in jobs}),
+            "placed_replicas": len(plan.placements),
+            "deferred": dict(Counter(d.reason for d in plan.deferred)),
+            "evictions": len(plan.evictions),
+            "provisioned_nodes": sum(p.count for p in plan.provisioning),
+            "objective": dict(plan.objective)}
+
+
 @app.command()
-def solve(cluster: Path, queue: Path,
-          solver: Annotated[str, typer.Option(help=f"one of {solver_names()}")] = "auto",
+def solve(cluster: ClusterArg, queue: Path,
+          solver: Annotated[str, typer.Option(help="a solver name (`optsched solvers` lists them)")] = "auto",
           time_limit: Annotated[float, typer.Option(help="seconds for the whole call")] = 1.0,
           seed: int = 0,
           output: Annotated[Path | None, typer.Option("-o", "--output", help="write the plan (JSON/YAML)")] = None,
+          as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
           ) -> None:
     """Solve one round and print the plan summary."""
+    from optsched.model import dump, load_queue
+    from optsched.problem import compile_problem
+
     try:
-        c = load_cluster(cluster)
+        c = _cluster(cluster)
         q = load_queue(queue, c)
         p = compile_problem(c, q, validate=False)
         from optsched.solve import solve_problem  # loads the solver libraries: only commands that solve
@@ -81,22 +136,38 @@ def solve(cluster: Path, queue: Path,
     except InputError as exc:
         _fail_input(exc)
         return
-    console.print(_summary(c, q, plan))
     if output is not None:
         dump(plan, output)
-        console.print(f"plan written to {output}")
+    if as_json:
+        sys.stdout.write(json.dumps({**_plan_summary(c, q, plan), "output": None if output is None else str(output)},
+                                    indent=1) + "\n")
+        return
+    console.print(_summary(c, q, plan))
+    if output is not None:
+        console.print(escape(f"plan written to {output}"))
 
 
 @app.command()
-def check(cluster: Path, queue: Path, plan: Path) -> None:
+def check(cluster: ClusterArg, queue: Path, plan: Path,
+          as_json: Annotated[bool, typer.Option("--json", help="print the violations as JSON")] = False) -> None:
     """Validate a plan: exit 0 when it breaks no rule, else print the violations and exit 1."""
+    from optsched.check import check_problem
+    from optsched.model import load_plan, load_queue
+    from optsched.problem import compile_problem
+
     try:
-        c = load_cluster(cluster)
+        c = _cluster(cluster)
         q = load_queue(queue, c)
         pl = load_plan(plan)
         violations = check_problem(compile_problem(c, q, validate=False), pl)
     except InputError as exc:
         _fail_input(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps({"valid": not violations, "violations": [asdict(v) for v in violations]},
+                                    indent=1) + "\n")
+        if violations:
+            raise typer.Exit(1)
         return
     if not violations:
         console.print("[green]valid[/]: the plan breaks no rule")
@@ -106,13 +177,13 @@ def check(cluster: Path, queue: Path, plan: Path) -> None:
         t.add_column(col)
     for v in violations:
         gr = f"{v.group or ''}/{'' if v.replica is None else v.replica}".strip("/")
-        t.add_row(v.rule, v.job or "", gr, v.node or "", v.message)
+        t.add_row(*(escape(x) for x in (v.rule, v.job or "", gr, v.node or "", v.message)))
     console.print(t)
     raise typer.Exit(1)
 
 
 @app.command()
-def evaluate(cluster: Path, queue: Path, plan: Path,
+def evaluate(cluster: ClusterArg, queue: Path, plan: Path,
              as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
              with_bound: Annotated[bool, typer.Option("--bound", help="also an upper bound on admitted value (the "
                                                                         "LP, or the round model's when cheap) and the "
@@ -121,8 +192,12 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
                                                                           "per pool (chargeback)")] = False,
              ) -> None:
     """Print every objective term of a plan (with --bound: how far it is from optimal at most)."""
+    from optsched.metrics import chargeback_problem, evaluate_problem
+    from optsched.model import load_plan, load_queue
+    from optsched.problem import compile_problem
+
     try:
-        c = load_cluster(cluster)
+        c = _cluster(cluster)
         q = load_queue(queue, c)
         p = compile_problem(c, q, validate=False)
         m = evaluate_problem(p, load_plan(plan))
@@ -145,7 +220,8 @@ def evaluate(cluster: Path, queue: Path, plan: Path,
     t.add_column("term")
     t.add_column("value", justify="right")
     for k, v in {**m.objective(), **m.details, **extra}.items():
-        t.add_row(k, "n/a" if v is None else v if isinstance(v, str) else f"{v:,.4f}")
+        t.add_row(escape(k), "n/a" if v is None else escape(v) if isinstance(v, str)
+                  else _percent(v) if k == "gap" else f"{v:,.4f}")
     console.print(t)
     if bill is not None:
         console.print(_chargeback_table(bill))
@@ -158,7 +234,7 @@ def _chargeback_table(bill: dict[str, dict[str, dict[str, float]]]) -> Table:
         t.add_column(col, justify="left" if col in ("tenant", "pool") else "right")
     for tenant, pools in sorted(bill.items()):
         for pool, row in sorted(pools.items()):
-            t.add_row(tenant, pool, f"{row['used']:,.2f}", f"{row['idle_reserved']:,.2f}",
+            t.add_row(escape(tenant), escape(pool), f"{row['used']:,.2f}", f"{row['idle_reserved']:,.2f}",
                       f"{row['used'] + row['idle_reserved']:,.2f}")
     total = sum(r["used"] + r["idle_reserved"] for pools in bill.values() for r in pools.values())
     t.add_row("all", "", "", "", f"{total:,.2f}")
@@ -166,26 +242,31 @@ def _chargeback_table(bill: dict[str, dict[str, dict[str, float]]]) -> Table:
 
 
 @app.command()
-def generate(cluster: Annotated[Path, typer.Option("--cluster", help="cluster document")],
-             mix: Annotated[str, typer.Option(help="workload mix name or path")] = "mixed",
+def generate(cluster: Annotated[str, typer.Option("--cluster", help=f"cluster document, or a bundled cluster: "
+                                                                     f"{names('cluster')}")],
+             mix: Annotated[str, typer.Option(help=f"workload mix file, or a bundled mix: {names('mix')}")] = "mixed",
              jobs: Annotated[int | None, typer.Option(help="number of jobs")] = None,
              load: Annotated[float | None, typer.Option(help="GPU demand as a multiple of free GPUs")] = None,
              seed: int = 0,
              output: Annotated[Path, typer.Option("-o", "--output")] = Path("queue.yaml")) -> None:
     """Draw a synthetic queue for a cluster from a workload mix."""
+    from optsched.generate import generate_queue
+    from optsched.model import dump
+
     try:
-        c = load_cluster(cluster)
+        c = _cluster(cluster)
         q = generate_queue(c, mix, jobs=jobs, load=load, seed=seed)
     except InputError as exc:
         _fail_input(exc)
         return
     dump(q, output)
     gpus = sum(j.min_gpus for j in q.jobs)
-    console.print(f"{len(q.jobs)} jobs, {gpus:g} GPUs at minimum replicas, written to {output}")
+    console.print(escape(f"{len(q.jobs)} jobs, {gpus:g} GPUs at minimum replicas, written to {output}"))
 
 
 @app.command()
-def capacity(paths: Annotated[list[Path], typer.Argument(help="DEMAND POOLS, or POOLS with --from-trace")],
+def capacity(paths: Annotated[list[str], typer.Argument(help=f"DEMAND POOLS, or POOLS with --from-trace (paths, or "
+                                                             f"bundled examples: {names('capacity')})")],
              service_level: Annotated[float, typer.Option(help="share of period-scenarios covered, (0, 1]")] = 1.0,
              time_limit: Annotated[float, typer.Option(help="seconds for building and solving")] = 60.0,
              output: Annotated[Path | None, typer.Option("-o", "--output", help="write the plan as JSON")] = None,
@@ -203,6 +284,7 @@ def capacity(paths: Annotated[list[Path], typer.Argument(help="DEMAND POOLS, or 
     """Plan reserved, on-demand and spot capacity for demand scenarios (Pyomo + HiGHS)."""
     from optsched.capacity import load_demand, load_pools, plan_capacity
     from optsched.capacity.trace import demand_from_trace
+    from optsched.model import dump
 
     try:
         if len(paths) != (1 if from_trace else 2):
@@ -213,8 +295,8 @@ def capacity(paths: Annotated[list[Path], typer.Argument(help="DEMAND POOLS, or 
             if write_demand is not None:
                 dump(d, write_demand)
         else:
-            d = load_demand(paths[0])
-        p = load_pools(paths[-1])
+            d = load_demand(resolve("capacity", paths[0], field="DEMAND"))
+        p = load_pools(resolve("capacity", paths[-1], field="POOLS"))
         plan = plan_capacity(d, p, service_level=service_level, time_limit=time_limit)
     except InputError as exc:
         _fail_input(exc)
@@ -239,7 +321,7 @@ def capacity(paths: Annotated[list[Path], typer.Argument(help="DEMAND POOLS, or 
 
 
 @app.command()
-def pareto(cluster: Path, queue: Path,
+def pareto(cluster: ClusterArg, queue: Path,
            objectives: Annotated[str, typer.Option(help="comma-separated objective terms (2 or more)")] =
            "admitted_value,cost,fragmentation",
            select: Annotated[str, typer.Option(help="knee, or a JSON rule: {\"weights\": {...}}, "
@@ -250,13 +332,15 @@ def pareto(cluster: Path, queue: Path,
            plot: Annotated[Path | None, typer.Option(help="draw the front (PNG)")] = None,
            ) -> None:
     """The trade-off between objectives: NSGA-II's set of non-dominated plans, and one selected."""
+    from optsched.model import load_queue
     from optsched.pareto import pareto_problem
     from optsched.pareto.plot import plot_front
+    from optsched.problem import compile_problem
 
     try:
         names = [n.strip() for n in objectives.split(",") if n.strip()]
         rule = select if select == "knee" else json.loads(select)
-        c = load_cluster(cluster)
+        c = _cluster(cluster)
         q = load_queue(queue, c)
         p = compile_problem(c, q, validate=False)
         front = pareto_problem(p, names, time_limit=time_limit, seed=seed)
@@ -276,22 +360,40 @@ def pareto(cluster: Path, queue: Path,
         t.add_column(n, justify="right")
     for i, (pl, row) in enumerate(zip(front.plans, front.table(), strict=True)):
         mark = " *" if i == chosen else ""
-        t.add_row(f"{i}{mark}", pl.solver.name, *(f"{row[n]:,.2f}" for n in front.objectives))
+        t.add_row(f"{i}{mark}", escape(pl.solver.name), *(f"{row[n]:,.2f}" for n in front.objectives))
     for name, terms in sorted(front.baselines.items()):
         t.add_row("-", f"baseline {name}", *(f"{terms[n]:,.2f}" for n in front.objectives), style="dim")
     console.print(t)
-    console.print(f"selected (*): plan {chosen} by {rule}")
+    console.print(escape(f"selected (*): plan {chosen} by {rule}"))
     if output is not None:
         output.write_text(json.dumps(front.to_dict(selected=chosen), indent=1) + "\n")
-        console.print(f"front written to {output}")
+        console.print(escape(f"front written to {output}"))
     if plot is not None:
-        plot_front(front, plot, title=f"{cluster.stem}: {len(front)} plans")
-        console.print(f"plot written to {plot}")
+        plot_front(front, plot, title=f"{Path(cluster).stem}: {len(front)} plans")
+        console.print(escape(f"plot written to {plot}"))
+
+
+@app.command()
+def solvers() -> None:
+    """List the solvers `solve --solver` accepts, each with what it does."""
+    from optsched.solvers.registry import lookup, solver_names
+
+    t = Table(title="solvers")
+    t.add_column("name")
+    t.add_column("what it is")
+    for name in solver_names():
+        t.add_row(escape(name), "picks cpsat or milp by the round's size" if name == "auto"
+                  else escape(lookup(name).summary))
+    console.print(t)
 
 
 @app.command()
 def schema(document: Annotated[str, typer.Argument(help="cluster | queue | plan | all")] = "all") -> None:
     """Print the JSON Schema of the documents."""
+    from pydantic import BaseModel
+
+    from optsched.model import Cluster, Plan, Queue
+
     models: dict[str, type[BaseModel]] = {"cluster": Cluster, "queue": Queue, "plan": Plan}
     if document != "all" and document not in models:
         err.print(f"unknown document {document!r}; one of {[*models, 'all']}")
@@ -301,19 +403,18 @@ def schema(document: Annotated[str, typer.Argument(help="cluster | queue | plan 
 
 
 @app.command()
-def prewarm(cluster: Path, queue: Path, plan: Path,
+def prewarm(cluster: ClusterArg, queue: Path, plan: Path,
             node_budget_gb: Annotated[float, typer.Option(help="bytes to pre-pull per node, GB")] = 20.0,
             total_budget_gb: Annotated[float | None, typer.Option(help="bytes to pre-pull in all, GB")] = None,
             top: Annotated[int, typer.Option(help="rows to print")] = 20,
             as_json: Annotated[bool, typer.Option("--json", help="the whole advice as JSON")] = False) -> None:
     """Which image layers to pull ahead onto which nodes for the plan's deferred jobs (docs/prewarm.md)."""
-    from dataclasses import asdict
-
+    from optsched.model import load_plan, load_queue
     from optsched.prewarm import GB
     from optsched.prewarm import prewarm as advise
 
     try:
-        c = load_cluster(cluster)
+        c = _cluster(cluster)
         q = load_queue(queue, c)
         advice = advise(c, q, load_plan(plan), node_budget_bytes=node_budget_gb * GB,
                         total_budget_bytes=None if total_budget_gb is None else total_budget_gb * GB)
@@ -328,7 +429,7 @@ def prewarm(cluster: Path, queue: Path, plan: Path,
     for col in ("node", "layer", "GB", "expected s saved"):
         table.add_column(col, justify="right")
     for pull in advice.pulls[:top]:
-        table.add_row(pull.node, pull.layer, f"{pull.bytes / 1e9:,.1f}", f"{pull.seconds_saved:,.2f}")
+        table.add_row(escape(pull.node), escape(pull.layer), f"{pull.bytes / 1e9:,.1f}", f"{pull.seconds_saved:,.2f}")
     console.print(table)
 
 
@@ -338,7 +439,8 @@ def bench(suite: Annotated[str, typer.Argument(help="fgd | rounds | philly, or a
           executor: Annotated[str, typer.Option(help="local (process pool) | ray (the ray extra)")] = "local",
           workers: Annotated[int | None, typer.Option(help="parallel cases (default: CPUs)")] = None,
           solvers: Annotated[str | None, typer.Option(help="comma-separated subset of the suite's solvers")] = None,
-          out: Annotated[Path, typer.Option(help="folder for <suite>.md, .csv and plots")] = Path("benchmarks/results"),
+          out: Annotated[Path, typer.Option(help="folder for <suite>.md, .csv and plots (make bench passes "
+                                                 "benchmarks/results)")] = Path("optsched-results"),
           ) -> None:
     """Run a benchmark suite in parallel; write <out>/<suite>.md, <suite>.csv and its plots."""
     from optsched.bench import DataMissing, load_suite, run_suite
@@ -355,20 +457,24 @@ def bench(suite: Annotated[str, typer.Argument(help="fgd | rounds | philly, or a
         _fail_input(exc)
         return
     except DataMissing as exc:
-        err.print(f"[yellow]skipped[/]: {exc}")
+        err.print(f"[yellow]skipped[/]: {escape(str(exc))}")
         raise typer.Exit(3) from exc
-    console.print(f"{len(rows)} cases; report: {path}")
+    console.print(escape(f"{len(rows)} cases; report: {path}"))
 
 
 @app.command()
-def demo(cluster: Annotated[str, typer.Option(help="reference cluster name")] = "mixed-cloud-10k",
+def demo(cluster: Annotated[str, typer.Option(help=f"a bundled cluster {names('cluster')}, or a cluster document")]
+         = "mixed-cloud-10k",
          jobs: int = 1000, load: float = 2.0, seed: int = 0, solver: str = "auto",
          time_limit: float = 2.0) -> None:
     """Run a real round on a bundled reference cluster and print the plan summary."""
-    path = MODELS_DIR / "clusters" / f"{cluster}.yaml"
+    from optsched.check import check_problem
+    from optsched.generate import generate_queue
+    from optsched.problem import compile_problem
+
     t0 = time.perf_counter()
     try:
-        c = load_cluster(path)
+        c = _cluster(cluster)
         t1 = time.perf_counter()
         q = generate_queue(c, "mixed", jobs=jobs, load=load, seed=seed)
         p = compile_problem(c, q)
@@ -382,7 +488,7 @@ def demo(cluster: Annotated[str, typer.Option(help="reference cluster name")] = 
         _fail_input(exc)
         return
     gpus = int(p.node_dev_count[: p.n_real].sum())
-    console.print(f"cluster [bold]{cluster}[/]: {p.n_real} nodes, {gpus} GPUs, "
+    console.print(f"cluster [bold]{escape(cluster)}[/]: {p.n_real} nodes, {gpus} GPUs, "
                   f"{len(c.running)} running jobs; queue: {len(q.jobs)} jobs from the 'mixed' mix")
     console.print(f"load {t1 - t0:.2f} s, generate + compile {t2 - t1:.2f} s, solve {t3 - t2:.2f} s")
     console.print(_summary(c, q, plan))

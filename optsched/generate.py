@@ -1,35 +1,31 @@
 """Synthetic inputs: fat-tree clusters, running load, and queues drawn from workload mixes.
 
-Workload mixes are YAML files under ``models/workloads/`` (each documents where its shape
+Workload mixes are YAML files under ``optsched/data/workloads/`` (`optsched.bundled`) (each documents where its shape
 distributions come from). Everything is deterministic under `seed`.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
+from optsched.bundled import DATA_DIR, names, resolve
 from optsched.errors import InputError, InputIssue
 from optsched.model.cluster import Cluster, ReplicaPlacement, RunningJob
 from optsched.model.queue import Job, Queue
 
-MODELS_DIR = Path(os.environ.get("OPTSCHED_MODELS", Path(__file__).resolve().parents[1] / "models"))
-"""Where the catalogue, reference clusters and workload mixes live (override: OPTSCHED_MODELS)."""
-
 
 # ----------------------------------------------------------------------------- mixes
 def load_mix(name: str) -> list[tuple[dict[str, Any], float]]:
-    """Templates of a mix (by name under models/workloads, or a path) with normalised weights."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else MODELS_DIR / "workloads" / f"{name}.yaml"
-    if not path.exists():
-        known = sorted(p.stem for p in (MODELS_DIR / "workloads").glob("*.yaml"))
-        raise InputError([InputIssue("mix", "unknown_reference", f"no workload mix {name!r}; known: {known}")])
+    """Templates of a mix (by name, `optsched.bundled.names("mix")`, or a path) with normalised weights."""
+    path = resolve("mix", name)
+    if not path.is_file():
+        raise InputError([InputIssue("mix", "unreadable", f"no workload mix file {str(path)!r}; "
+                                     f"bundled mixes: {names('mix')}")])
     doc = yaml.safe_load(path.read_text())
     out: list[tuple[dict[str, Any], float]] = []
     if "include" in doc:
@@ -206,7 +202,7 @@ def fat_tree_cluster(groups: list[NodeGroup], *, nodes_per_leaf: int, leaves_per
     A leaf's uplink is its nodes' GPU bandwidth divided by `oversubscription`; a spine's uplink
     is the sum of its leaves' uplinks divided by it again.
     """
-    catalogue = yaml.safe_load((MODELS_DIR / "accelerators.yaml").read_text())
+    catalogue = yaml.safe_load((DATA_DIR / "accelerators.yaml").read_text())
     models = device_models or {
         g.model: {k: v for k, v in catalogue[g.model].items() if k in ("memory_gib", "speed")} for g in groups}
     nodes: list[dict[str, Any]] = []

@@ -1,4 +1,4 @@
-"""Write the three reference clusters under models/clusters/ (deterministic; rerun after changes).
+"""Write the three reference clusters under optsched/data/clusters/ (deterministic; rerun after changes).
 
 Usage: python scripts/make_reference_clusters.py
 """
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from optsched.generate import MODELS_DIR, NodeGroup, fat_tree_cluster, populate_running
+from optsched.bundled import DATA_DIR
+from optsched.generate import NodeGroup, fat_tree_cluster, populate_running
 from optsched.model import dump
 
 NVSWITCH = [list(range(8))]
@@ -78,7 +79,7 @@ def mixed_cloud_10k():  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    out = MODELS_DIR / "clusters"
+    out = DATA_DIR / "clusters"
     out.mkdir(parents=True, exist_ok=True)
     for name, build, what in [
         ("dgx-h100-1k", dgx_h100_1k, "128 x 8 H100 on NVSwitch, 4 leaves, non-blocking"),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from optsched import check, load_cluster
-from optsched.generate import MODELS_DIR, free_gpus, generate_queue, load_mix
+from optsched.bundled import DATA_DIR
+from optsched.generate import free_gpus, generate_queue, load_mix
 from optsched.problem import compile_problem
 from optsched.solve import solve_problem
 
@@ -14,7 +15,7 @@ REFERENCE = ["dgx-h100-1k", "ascend-910b-4k", "mixed-cloud-10k"]
 
 @pytest.fixture(scope="module", params=REFERENCE)
 def reference(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    return request.param, load_cluster(MODELS_DIR / "clusters" / f"{request.param}.yaml")
+    return request.param, load_cluster(DATA_DIR / "clusters" / f"{request.param}.yaml")
 
 
 def test_reference_cluster_shapes(reference) -> None:  # type: ignore[no-untyped-def]

@@ -40,9 +40,10 @@ def test_bulk_release_equals_one_by_one(data: tuple[Cluster, Queue], picks: list
 def test_bulk_release_on_a_reference_cluster() -> None:
     """Hundreds of running jobs at once (the vectorised device refresh, past 16 touched nodes)."""
     from optsched import load_cluster
-    from optsched.generate import MODELS_DIR, generate_queue
+    from optsched.bundled import DATA_DIR
+    from optsched.generate import generate_queue
 
-    cluster = load_cluster(MODELS_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    cluster = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
     p = compile_problem(cluster, generate_queue(cluster, "mixed", jobs=10, load=1.0, seed=0))
     victims = [j for j in p.running if j.preemptible]
     assert len(victims) > 100

@@ -74,9 +74,10 @@ def test_one_node_scores_equal_on_a_reference_cluster_mid_round() -> None:
     """Float for float on ascend-910b-4k after a first-fit round of a generated queue (varied
     usage: a reordered sum shows here, where the small generated rounds above miss it)."""
     from optsched import load_cluster
-    from optsched.generate import MODELS_DIR, generate_queue
+    from optsched.bundled import DATA_DIR
+    from optsched.generate import generate_queue
 
-    cluster = load_cluster(MODELS_DIR / "clusters" / "ascend-910b-4k.yaml")
+    cluster = load_cluster(DATA_DIR / "clusters" / "ascend-910b-4k.yaml")
     p = compile_problem(cluster, generate_queue(cluster, "mixed", jobs=200, load=1.0, seed=3))
     engine = GreedyEngine(p, STRATEGIES["first-fit"])
     engine.run()

@@ -314,10 +314,11 @@ def test_kueue_plans_keep_every_tenancy_rule(data: tuple[Cluster, Queue]) -> Non
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_kueue_on_a_contended_reference_round_is_valid(seed: int) -> None:
-    from optsched.generate import MODELS_DIR, generate_queue
+    from optsched.bundled import DATA_DIR
+    from optsched.generate import generate_queue
     from optsched.model import load_cluster
 
-    c = load_cluster(MODELS_DIR / "clusters" / "dgx-h100-1k.yaml")
+    c = load_cluster(DATA_DIR / "clusters" / "dgx-h100-1k.yaml")
     p = compile_problem(c, generate_queue(c, "mixed", jobs=150, load=2.0, seed=seed))
     plan = solve_kueue(p)
     assert check_problem(p, plan) == []

@@ -51,11 +51,10 @@ def _need(path: Path) -> Path:
 
 
 def cluster_path(name: str) -> Path:
-    """A reference cluster (models/clusters/<name>.yaml) or a path."""
-    from optsched.generate import MODELS_DIR
+    """A reference cluster by name (optsched/data/clusters/<name>.yaml) or a path."""
+    from optsched.bundled import resolve
 
-    path = Path(name)
-    return path if path.suffix in (".yaml", ".yml", ".json") else MODELS_DIR / "clusters" / f"{name}.yaml"
+    return resolve("cluster", name, field="clusters")
 
 
 def run_case(case: Case) -> Row:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -58,20 +60,28 @@ def _ray(cases: list[Case], workers: int) -> Iterator[tuple[int, Row]]:
 
 def run_cases(cases: list[Case], *, executor: str = "local", workers: int | None = None,
               progress: bool = True, on_row: Callable[[Case, Row], None] | None = None) -> list[Row]:
-    """Every case's row, in case order; `on_row` sees each as it lands."""
+    """Every case's row, in case order; `on_row` sees each as it lands. `progress`: a live bar on a
+    terminal, else one line per finished case on stderr (a log or a pipe sees the run move)."""
     if executor not in EXECUTORS:
         raise InputError([InputIssue("executor", "unknown_executor", f"{executor!r}; one of {EXECUTORS}")])
     workers = workers or os.cpu_count() or 1
     rows: list[Row | None] = [None] * len(cases)
     run = _local if executor == "local" else _ray
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, disable=not progress, transient=False) as bar:
+    lines = progress and not sys.stdout.isatty()
+    start = time.perf_counter()
+    with Progress(*columns, disable=not progress or lines, transient=False) as bar:
         task = bar.add_task("cases", total=len(cases))
-        for i, row in run(cases, workers):
+        for done, (i, row) in enumerate(run(cases, workers), start=1):
             rows[i] = row
             if on_row is not None:
                 on_row(cases[i], row)
             bar.advance(task)
+            if lines:
+                c = cases[i]
+                sys.stderr.write(f"[{done}/{len(cases)}] {c.kind} {c.cluster} {c.solver} seed {c.seed} "
+                                 f"({time.perf_counter() - start:.0f} s)\n")
+                sys.stderr.flush()
     return [r for r in rows if r is not None]
 
 

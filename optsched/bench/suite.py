@@ -5,7 +5,7 @@ A suite file (docs/bench.md):
 ```yaml
 name: rounds            # results go to <out>/<name>.md and <name>.csv
 kind: rounds            # rounds | fgd | philly (optsched.bench.kinds)
-clusters: [dgx-h100-1k] # reference cluster names (models/clusters) or paths
+clusters: [dgx-h100-1k] # reference cluster names (optsched/data/clusters, `optsched.bundled`) or paths
 workloads:              # kind-specific parameters, one case per entry
   - {mix: mixed, load: 2.0, jobs: 300}
 solvers: [best-fit, volcano, cpsat]

@@ -20,6 +20,7 @@ import time
 
 from pydantic import BaseModel, ConfigDict
 
+from optsched.arguments import require_time_limit
 from optsched.budget import EXACT_BOUND_SHARE, estimate_build_s
 from optsched.errors import InputError, InputIssue
 from optsched.model.cluster import Cluster
@@ -61,6 +62,7 @@ def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float
                   exact: bool | None = None) -> Bound:
     """`bound` on a compiled problem."""
     goal = Objective.parse(objective)
+    time_limit = require_time_limit(time_limit)
     first = goal.order[0] if goal.weights is None else (next(iter(goal.weights)) if len(goal.weights) == 1 else "")
     if first not in MAXIMISED:
         raise InputError([InputIssue("objective", "no_bound",

@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 import yaml
 
+from optsched.arguments import MAX_TIME_LIMIT_S
 from optsched.bundled import DATA_DIR, names, resolve
 from optsched.errors import InputError, InputIssue
-from optsched.model.cluster import Cluster, ReplicaPlacement, RunningJob
-from optsched.model.queue import Job, Queue
+from optsched.model.cluster import Cluster, NodeShape, ReplicaPlacement, RunningJob
+from optsched.model.queue import Job, Queue, TaskGroup
+from optsched.model.references import distinct_shapes, group_fits
 
 
 # ----------------------------------------------------------------------------- mixes
@@ -51,9 +53,20 @@ def _level(cluster: Cluster, wanted: str) -> str | None:
     return levels[-1] if wanted == "leaf" else None
 
 
+def _satisfiable(spec: dict[str, Any], shapes: list[NodeShape]) -> bool:
+    """Whether some node or template of the cluster could hold one replica of `spec` (a task
+    group): a drawn job must pass the loader's `unsatisfiable` check. llm-training's 8-GPU worker
+    asks 112 cores and 8 NICs, which no 96-core, 4-NIC A100 node gives; on a cluster of such nodes
+    alone the job is drawn again."""
+    group = TaskGroup.model_validate(spec)
+    return any(group_fits(group, shape) for shape in shapes)
+
+
 def _job_from_template(t: dict[str, Any], job_id: str, tenant: str, submitted: float,
-                       cluster: Cluster, rng: np.random.Generator) -> dict[str, Any] | None:
+                       cluster: Cluster, rng: np.random.Generator,
+                       shapes: list[NodeShape] | None = None) -> dict[str, Any] | None:
     present = {n.devices.model for n in cluster.nodes if n.devices and n.devices.count}
+    shapes = distinct_shapes(cluster) if shapes is None else shapes
     groups = []
     for g in t["groups"]:
         gpu = float(_choice(rng, g.get("gpu", [0]), g.get("gpu_weights")))
@@ -82,6 +95,8 @@ def _job_from_template(t: dict[str, Any], job_id: str, tenant: str, submitted: f
             lvl = _level(cluster, g["spread"]["level"])
             if lvl:
                 spec["spread"] = {**g["spread"], "level": lvl}
+        if not _satisfiable(spec, shapes):
+            return None
         groups.append(spec)
     job: dict[str, Any] = {
         "id": job_id, "tenant": tenant, "priority": int(_choice(rng, t.get("priority", [0]))),
@@ -148,6 +163,7 @@ def generate_queue(cluster: Cluster, mix: str, *, jobs: int | None = None, load:
     tenants = [t.name for t in cluster.tenants] or ["default"]
     t_weights = np.array([t.weight for t in cluster.tenants] or [1.0])
     target = load * free_gpus(cluster) if load is not None else math.inf
+    shapes = distinct_shapes(cluster)
     out: list[dict[str, Any]] = []
     demand = 0.0
     attempts = 0
@@ -158,7 +174,7 @@ def generate_queue(cluster: Cluster, mix: str, *, jobs: int | None = None, load:
         t, _ = templates[int(rng.choice(len(templates), p=weights))]
         tenant = tenants[int(rng.choice(len(tenants), p=t_weights / t_weights.sum()))]
         job = _job_from_template(t, f"{id_prefix}{t['name']}-{len(out):05d}", tenant,
-                                 float(max(0.0, now - rng.uniform(0, 3600))), cluster, rng)
+                                 float(max(0.0, now - rng.uniform(0, 3600))), cluster, rng, shapes)
         if job is None:
             continue
         out.append(job)
@@ -258,7 +274,7 @@ def populate_running(cluster: Cluster, mix: str, busy_fraction: float, *, seed: 
 
     queue = generate_queue(cluster, mix, load=busy_fraction * 1.15, seed=seed, id_prefix="run-")
     p = compile_problem(cluster, queue)
-    plan = solve_problem(p, solver=solver, time_limit=math.inf)
+    plan = solve_problem(p, solver=solver, time_limit=MAX_TIME_LIMIT_S)  # a baseline runs to completion
     total = free_gpus(cluster)
     by_job: dict[str, list[ReplicaPlacement]] = {}
     used = 0.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from optsched.arguments import require_seed, require_time_limit
 from optsched.errors import InputError, InputIssue
 from optsched.latency import gc_paused
 from optsched.model.cluster import Cluster
@@ -33,6 +34,8 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
     The garbage collector is paused meanwhile (`optsched.latency`)."""
     start = time.perf_counter() if started is None else started
     Objective.parse(objective)  # an InputError before any work
+    time_limit = require_time_limit(time_limit)
+    seed = require_seed(seed)
     if not (isinstance(num_workers, int) and num_workers >= 1):
         raise InputError([InputIssue("num_workers", "not_positive", f"{num_workers!r}: at least 1")])
     why: str | None = None
@@ -79,9 +82,10 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         None (admitted value, then disruption, topology, fragmentation), a mapping of term weights,
         or a sequence of term names for a lexicographic order.
     time_limit:
-        Seconds for the whole call, compilation included.
+        Seconds for the whole call, compilation included: finite, > 0 and at most a day
+        (`optsched.arguments`), else InputError.
     seed:
-        Recorded in the plan; solvers with randomness use it.
+        Recorded in the plan; solvers with randomness use it (0 <= seed <= 2^30).
     num_workers:
         Parallel search workers of CP-SAT (the other solvers ignore it).
     initial_plan:

@@ -49,3 +49,24 @@ def test_generation_is_deterministic(reference) -> None:  # type: ignore[no-unty
 def test_mixes_are_normalised() -> None:
     for name in ("llm-training", "inference", "rl", "mixed"):
         assert sum(w for _, w in load_mix(name)) == pytest.approx(1.0)
+
+
+def test_generated_jobs_are_satisfiable_on_a_cluster_of_small_nodes() -> None:
+    """On A100 nodes of 96 cores and 4 NICs alone, llm-training's 8-GPU workers (112 cores, 8 NICs)
+    cannot run anywhere: the generator draws again instead of emitting jobs the loader rejects as
+    `unsatisfiable` (issue 20), and running load is drawn the same way."""
+    from optsched.generate import NodeGroup, fat_tree_cluster, populate_running
+    from optsched.model import load_queue
+    from optsched.model.references import validate_cluster
+
+    a100 = NodeGroup(32, "A100-SXM", 8, [list(range(8))], {"cpu": 96_000, "memory": 1_048_576, "rdma_nics": 4},
+                     "a100")
+    c = fat_tree_cluster([a100], nodes_per_leaf=8, leaves_per_spine=2,
+                         pools=[{"name": "a100", "pricing": "on_demand", "price_per_hour": 32.0}],
+                         device_models={"A100-SXM": {"memory_gib": 80}})
+    q = generate_queue(c, "llm-training", jobs=40, seed=0)
+    assert len(q.jobs) == 40
+    load_queue(q.model_dump(mode="json"), c)  # raises InputError on an unsatisfiable job
+    busy = populate_running(c, "llm-training", 0.5, seed=0)
+    validate_cluster(busy)
+    assert busy.running

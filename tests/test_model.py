@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,7 +75,42 @@ BAD_CLUSTER = [
     ("running on unknown node", lambda c: c["running"][0]["placements"][0].update(node="x"), ("running[0].placements[0].node", "unknown_reference")),
     ("unknown field", lambda c: c["nodes"][0].update(colour="red"), ("nodes[0].colour", "extra_forbidden")),
     ("dataset domain", lambda c: c["datasets"]["c4-shard"].update(cached_at=["leaf-7"]), ("datasets.c4-shard.cached_at[0]", "unknown_reference")),
+    # issue 20: strict types, upper bounds, impossible running states
+    ("cpu as a string", lambda c: c["nodes"][0]["capacity"].update(cpu="8000"), ("nodes[0].capacity.cpu", "float_type")),
+    ("healthy as a string", lambda c: c["nodes"][0].update(healthy="yes"), ("nodes[0].healthy", "bool_type")),
+    ("speed 1e30", lambda c: c["device_models"]["H100-SXM"].update(speed=1e30), ("device_models.H100-SXM.speed", "less_than_equal")),
+    ("quota 1e308", lambda c: c["tenants"][0]["quotas"]["H100-SXM"].update(nominal=1e308), ("tenants[0].quotas.H100-SXM.nominal", "less_than_equal")),
+    ("10^9 devices", lambda c: c["nodes"][0]["devices"].update(count=10**9), ("nodes[0].devices.count", "less_than_equal")),
+    ("2^64 devices", lambda c: c["nodes"][0]["devices"].update(count=2**64), ("nodes[0].devices.count", "less_than_equal")),
+    ("10^9 max_nodes", lambda c: c["pools"][2]["provisionable"].update(max_nodes=10**9), ("pools[2].provisionable.max_nodes", "less_than_equal")),
+    ("empty interconnect group", lambda c: c["nodes"][0].update(interconnect=[[]]), ("nodes[0].interconnect[0]", "too_short")),
+    ("running: a device twice", lambda c: c["running"][0]["placements"][0].update(devices=[0, 0, 1, 2]), ("running[0].placements[0].devices", "duplicate_device")),
+    ("running: fewer devices than asked", lambda c: c["running"][0]["placements"][0].update(devices=[0, 1]), ("running[0].placements[0].devices", "device_count")),
+    ("running: two jobs on one device", lambda c: c["running"].append(_second_running(c, [3, 4, 5, 6])), ("running[1].placements[0].devices", "device_overcommitted")),
+    ("running: share 1.5", lambda c: c["running"][0]["placements"][0].update(share=1.5), ("running[0].placements[0].share", "less_than_equal")),
+    ("running: replica beyond max", lambda c: c["running"][0]["placements"][0].update(replica=999), ("running[0].placements[0].replica", "out_of_range")),
+    ("running: gang below min", lambda c: c["running"][0]["job"].update(gang=True, groups=[{**c["running"][0]["job"]["groups"][0], "replicas": {"min": 2, "max": 2}}]), ("running[0].placements", "gang_below_min")),
+    ("running: over capacity", lambda c: c["running"][0]["job"]["groups"][0]["request"].update(cpu=10**6), ("running", "over_capacity")),
 ]
+
+
+def _second_running(c: dict[str, Any], devices: list[int]) -> dict[str, Any]:
+    """A copy of the example's running job under another id, on the same node, on `devices`."""
+    other = copy.deepcopy(c["running"][0])
+    other["job"]["id"] = "eval-sweep-2"
+    other["placements"][0]["devices"] = devices
+    return other
+
+
+def test_running_work_on_an_unhealthy_node_is_tolerated(example_docs: Docs) -> None:
+    """The cluster changed under running work: a running job on a node (or devices) now unhealthy loads."""
+    c, _, _ = example_docs
+    node = next(n for n in c["nodes"] if n["id"] == c["running"][0]["placements"][0]["node"])
+    node["healthy"] = False
+    node["devices"]["unhealthy"] = [0]
+    assert load_cluster(c).running
+    c["running"].append(_second_running(c, [4, 5, 6, 7]))  # and two jobs on distinct devices of one node
+    assert len(load_cluster(c).running) == 2
 
 
 @pytest.mark.parametrize(("name", "mutate", "expected"), BAD_CLUSTER, ids=[b[0] for b in BAD_CLUSTER])
@@ -97,6 +133,10 @@ BAD_QUEUE = [
     ("unknown level", lambda q: q["jobs"][0]["topology"].update(level="rack"), ("jobs[0].topology.level", "unknown_reference")),
     ("already running", lambda q: q["jobs"][0].update(id="eval-sweep"), ("jobs[0].id", "duplicate_id")),
     ("negative bandwidth", lambda q: q["jobs"][0].update(bandwidth_gbps=-1), ("jobs[0].bandwidth_gbps", "greater_than_equal")),
+    ("priority 2^63", lambda q: q["jobs"][0].update(priority=2**63), ("jobs[0].priority", "less_than_equal")),
+    ("replicas max 2^64", lambda q: q["jobs"][0]["groups"][0]["replicas"].update(max=2**64), ("jobs[0].groups[0].replicas.max", "less_than_equal")),
+    ("gang as a string", lambda q: q["jobs"][0].update(gang="yes"), ("jobs[0].gang", "bool_type")),
+    ("time as a string", lambda q: q["jobs"][0].update(submitted_at="3000"), ("jobs[0].submitted_at", "float_type")),
 ]
 
 
@@ -156,3 +196,50 @@ def test_fuzzed_documents_load_or_raise_input_error(example_docs: Docs, picks: l
         load_queue(q2, cluster)
     except InputError as exc:
         assert exc.problems
+
+
+def _rules(source: Any) -> list[tuple[str, str]]:
+    with pytest.raises(InputError) as info:
+        load_cluster(source)
+    return [(p.path, p.rule) for p in info.value.problems]
+
+
+def test_duplicate_keys_are_refused(example_docs: Docs, tmp_path: Path) -> None:
+    """JSON and YAML both keep the last of two equal keys; optsched refuses the document (issue 20)."""
+    c, _, _ = example_docs
+    text = json.dumps(c)
+    twice = text.replace('"topology": {', '"topology": {"levels": ["x"], ', 1)
+    assert ("<document>", "duplicate_key") in _rules(twice)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(c) + "network:\n  registry_gbps: 5\n")
+    assert ("<document>", "duplicate_key") in _rules(path)
+    inner = "network:\n  registry_gbps: 5\n  registry_gbps: 6\n"  # inside a nested mapping too
+    path.write_text(yaml.safe_dump({k: v for k, v in c.items() if k != "network"}) + inner)
+    assert ("<document>", "duplicate_key") in _rules(path)
+    path.write_text(yaml.safe_dump(c))
+    assert load_cluster(path)  # the same document without the repeat loads
+
+
+def test_non_utf8_and_too_deep_documents_are_input_errors(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"topology: \xff\xfe\n")
+    assert _rules(path) == [(str(path), "encoding")]
+    deep = "[" * 10_000 + "]" * 10_000
+    assert _rules('{"topology": ' + deep + "}") == [("<document>", "too_deep")]
+    (deep_yaml,) = _rules("topology: " + deep + "\n")
+    assert deep_yaml[1] in ("too_deep", "syntax")  # libyaml may stop it first
+    nested: dict[str, Any] = {}
+    inner = nested
+    for _ in range(100):
+        inner["x"] = {}
+        inner = inner["x"]
+    assert _rules({"topology": nested}) == [("<document>", "too_deep")]
+
+
+def test_yaml_values_json_has_no_type_for_are_refused(example_docs: Docs) -> None:
+    """A YAML date or a non-string key is refused, not turned into a string."""
+    c, _, _ = example_docs
+    text = yaml.safe_dump(c)
+    assert _rules(text.replace("id: h100-0", "id: 2024-01-01", 1)) == [("<document>", "type")]
+    labelled = text.replace("id: h100-0", "id: h100-0\n  labels: {1: a}", 1)
+    assert _rules(labelled) == [("<document>", "key_type")]

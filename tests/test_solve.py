@@ -118,3 +118,27 @@ def test_fuzzed_documents_that_load_solve_to_valid_plans(example_docs: Any, pick
         return
     plan = solve(cluster, queue, solver="volcano")
     assert check(cluster, queue, plan) == []
+
+
+BAD_LIMITS = [float("nan"), float("inf"), -1.0, 0.0, 1e308, True, "1"]
+
+
+@pytest.mark.parametrize("limit", BAD_LIMITS, ids=[repr(v) for v in BAD_LIMITS])
+def test_a_bad_time_limit_is_refused_at_the_door(example: Any, limit: Any) -> None:
+    """NaN, infinite, zero, negative, absurd or non-number time limits are InputErrors naming
+    `time_limit` in solve, bound and pareto (issue 20: they used to reach the solvers)."""
+    c, q, _ = example
+    for call in (lambda: solve(c, q, solver="best-fit", time_limit=limit),
+                 lambda: optsched.bound(c, q, time_limit=limit),
+                 lambda: optsched.pareto(c, q, ["admitted_value", "cost"], time_limit=limit)):
+        with pytest.raises(InputError) as err:
+            call()
+        assert [p.path for p in err.value.problems] == ["time_limit"]
+
+
+@pytest.mark.parametrize("seed", [-1, 2**31, 2**64, 1.5])
+def test_a_bad_seed_is_refused(example: Any, seed: Any) -> None:
+    c, q, _ = example
+    with pytest.raises(InputError) as err:
+        solve(c, q, solver="cpsat", time_limit=1.0, seed=seed)
+    assert [p.path for p in err.value.problems] == ["seed"]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from pyomo.contrib.appsi.base import TerminationCondition
 from pyomo.contrib.appsi.solvers import Highs
 
+from optsched.arguments import require_time_limit
 from optsched.capacity.inputs import Demand, Pools, cross_check
 from optsched.errors import InputError, InputIssue
 
@@ -94,6 +95,7 @@ def plan_capacity(demand: Demand, pools: Pools, *, service_level: float = 1.0, t
     """
     if not 0 < service_level <= 1:
         raise InputError([InputIssue("service_level", "range", f"must be in (0, 1], got {service_level}")])
+    time_limit = require_time_limit(time_limit)
     cross_check(demand, pools)
     if fixed_reserved is not None:
         unknown = [k for k in fixed_reserved if k not in {p.name for p in pools.pools}]

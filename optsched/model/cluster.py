@@ -6,11 +6,23 @@ prices in $ per node-hour.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from optsched.model.base import Count, Frozen, Identifier, NonNeg, Positive
+from optsched.model.base import (
+    Bytes,
+    Count,
+    DeviceCount,
+    Frozen,
+    Identifier,
+    NodeCount,
+    NonNeg,
+    Positive,
+    Priority,
+    Seconds,
+    Share,
+)
 from optsched.model.queue import Job, Toleration
 
 NODE_LEVEL = "node"
@@ -59,7 +71,7 @@ class Devices(Frozen):
     """The node's accelerators: `count` devices of one `model`, indices 0..count-1."""
 
     model: Identifier
-    count: Count
+    count: DeviceCount
     unhealthy: list[Count] = Field(default_factory=list)
 
 
@@ -68,7 +80,8 @@ class NodeShape(Frozen):
 
     capacity: dict[Identifier, NonNeg] = Field(default_factory=dict)
     devices: Devices | None = None
-    interconnect: list[list[Count]] | None = None
+    interconnect: list[Annotated[list[Count], Field(min_length=1)]] | None = None
+    """Groups of device indices; every group names at least one device (`[[]]` is refused)."""
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
 
@@ -93,8 +106,8 @@ class Provisionable(Frozen):
 
     template: Identifier
     domain: Identifier
-    max_nodes: Count
-    startup_s: NonNeg = 0.0
+    max_nodes: NodeCount
+    startup_s: Seconds = 0.0
 
 
 class Pool(Frozen):
@@ -119,7 +132,7 @@ class BorrowWithinCohort(Frozen):
     """Kueue's borrowWithinCohort: may preempt lower-priority jobs of others while borrowing."""
 
     policy: Literal["never", "lower_priority"] = "never"
-    max_priority_threshold: int | None = None
+    max_priority_threshold: Priority | None = None
 
 
 class PreemptionPolicy(Frozen):
@@ -148,13 +161,13 @@ class Layer(Frozen):
     """One image layer."""
 
     digest: Identifier
-    bytes: Count
+    bytes: Bytes
 
 
 class Dataset(Frozen):
     """A dataset (or checkpoint) and the domains (any level) that cache it."""
 
-    bytes: Count
+    bytes: Bytes
     cached_at: list[Identifier] = Field(default_factory=list)
 
 
@@ -165,16 +178,16 @@ class ReplicaPlacement(Frozen):
     replica: Count
     node: Identifier
     devices: list[Count] = Field(default_factory=list)
-    share: Positive | None = None
+    share: Share | None = None
 
 
 class RunningJob(Frozen):
     """A job already placed: its spec, start time, work since its last checkpoint, placement."""
 
     job: Job
-    started_at: NonNeg = 0.0
-    checkpoint_age_s: NonNeg = 0.0
-    restart_s: NonNeg = 0.0
+    started_at: Seconds = 0.0
+    checkpoint_age_s: Seconds = 0.0
+    restart_s: Seconds = 0.0
     migratable: bool = False
     placements: list[ReplicaPlacement] = Field(min_length=1)
 

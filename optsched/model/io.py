@@ -1,7 +1,11 @@
 """Load and dump Cluster, Queue and Plan documents as JSON or YAML.
 
-Loading validates fields (pydantic) and, for clusters and queues, cross-references; every
-problem becomes one entry of a single `InputError`, never a raw pydantic or YAML traceback.
+Loading validates fields (pydantic, strict: no string-to-number or string-to-bool coercion) and,
+for clusters and queues, cross-references; every problem becomes one entry of a single
+`InputError`, never a raw pydantic or YAML traceback. Refused before validation: text that is not
+UTF-8, a mapping with a key given twice (JSON or YAML; neither silently keeps the last), a
+mapping key that is not a string, a value JSON has no type for (YAML dates, binary), and
+documents nested deeper than `MAX_DEPTH`.
 """
 
 from __future__ import annotations
@@ -19,9 +23,64 @@ from optsched.model.plan import Plan
 from optsched.model.queue import Queue
 from optsched.model.references import validate_cluster, validate_queue
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml (C) when available, else the pure-Python loader
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml (C) when available
 M = TypeVar("M", bound=BaseModel)
 Source = str | Path | dict[str, Any]
+
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists a document may have (the deepest real one is about 8)."""
+
+
+class DuplicateKey(ValueError):
+    """A mapping gives one key twice."""
+
+
+class _UniqueKeyLoader(_BaseLoader):  # type: ignore[valid-type, misc]
+    """YAML's safe loader, refusing a mapping key given twice (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: the base constructor reports it
+                break
+            if duplicate:
+                mark = key_node.start_mark
+                raise DuplicateKey(f"key {key!r} given twice (line {mark.line + 1}, column {mark.column + 1})")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: a mapping, refusing a key given twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(f"key {key!r} given twice")
+        out[key] = value
+    return out
+
+
+def _walk_problems(data: Any, limit: int) -> list[InputIssue]:
+    """Nesting deeper than `limit` (lists and mappings), or a mapping key that is not a string
+    (YAML allows `1:` or `true:`; JSON would turn them into strings silently). No recursion."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return [InputIssue("<document>", "too_deep", f"nested deeper than {limit} levels")]
+            if isinstance(item, dict):
+                bad = next((k for k in item if not isinstance(k, str)), None)
+                if bad is not None:
+                    return [InputIssue("<document>", "key_type", f"mapping key {bad!r} is not a string: quote it")]
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return []
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
@@ -46,32 +105,55 @@ def read_document(source: Source) -> dict[str, Any]:
                                     and not source.lstrip().startswith(("{", "["))):
         path = Path(source)
         try:
-            text = path.read_text()
+            text = path.read_bytes().decode("utf-8")
             is_json = path.suffix == ".json"
         except OSError as exc:
             raise InputError([InputIssue(str(path), "unreadable", str(exc))]) from None
+        except UnicodeDecodeError as exc:
+            raise InputError([InputIssue(str(path), "encoding", f"not UTF-8 text: {exc}")]) from None
     else:
         text = str(source)
     try:
         if is_json or text.lstrip().startswith("{"):
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique_pairs)
         else:
-            data = yaml.load(text, Loader=_Loader)
+            data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except DuplicateKey as exc:
+        raise InputError([InputIssue("<document>", "duplicate_key", str(exc))]) from None
+    except RecursionError:
+        raise InputError([InputIssue("<document>", "too_deep", f"nested deeper than {MAX_DEPTH} levels")]) from None
     except json.JSONDecodeError as exc:
         raise InputError([InputIssue("<document>", "syntax", str(exc))]) from None
     except yaml.YAMLError as exc:
         raise InputError([InputIssue("<document>", "syntax", str(exc).replace("\n", " "))]) from None
     if not isinstance(data, dict):
         raise InputError([InputIssue("<document>", "type", f"expected a mapping, got {type(data).__name__}")])
+    problems = _walk_problems(data, MAX_DEPTH)
+    if problems:
+        raise InputError(problems)
     return data
 
 
 def parse_document(model: type[M], source: Source) -> M:
-    """Read `source` and validate it as `model`; every problem becomes one `InputError`."""
+    """Read `source` and validate it as `model` in strict mode (a number given as a string, or
+    ``"yes"`` for a bool, is refused); every problem becomes one `InputError`."""
+    data = read_document(source)
+    problems = _walk_problems(data, MAX_DEPTH) if isinstance(source, dict) else []
+    if problems:
+        raise InputError(problems)
     try:
-        return model.model_validate(read_document(source))
+        text = json.dumps(data, default=_not_json)
+    except TypeError as exc:
+        raise InputError([InputIssue("<document>", "type", str(exc))]) from None
+    try:  # JSON-mode strict validation: lists are accepted for tuples, strings never for numbers
+        return model.model_validate_json(text, strict=True)
     except ValidationError as err:
         raise InputError(problems_from_validation(err)) from None
+
+
+def _not_json(value: Any) -> Any:
+    """json.dumps' fallback: YAML values JSON has no type for (dates, binary) are refused."""
+    raise TypeError(f"a {type(value).__name__} value ({value!r}) is not document data: quote it as a string")
 
 
 def load_cluster(source: Source) -> Cluster:

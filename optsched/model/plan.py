@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from optsched.model.base import Count, Frozen, Identifier, NonNeg, Positive
+from optsched.model.base import MAX_PROVISIONED_NODES, Count, Frozen, Identifier, NonNeg, Positive
 from optsched.model.stats import SolverStats
 
 OBJECTIVE_TERMS = (
@@ -66,7 +66,7 @@ class Provision(Frozen):
     """New nodes of a provisionable pool: ``<pool>/new-0`` .. ``<pool>/new-<count-1>``."""
 
     pool: Identifier
-    count: int = Field(ge=1)
+    count: int = Field(ge=1, le=MAX_PROVISIONED_NODES)
 
 
 class Deferred(Frozen):

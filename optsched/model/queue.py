@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from optsched.model.base import Count, Frozen, Identifier, NonNeg, Positive
+from optsched.model.base import MAX_COUNT, Count, Frozen, Identifier, NonNeg, Positive, Priority, Seconds
 
 
 class Toleration(Frozen):
@@ -70,7 +70,7 @@ class Spread(Frozen):
     """PodTopologySpread-like: replicas over the level's eligible domains differ by <= max_skew."""
 
     level: Identifier
-    max_skew: int = Field(default=1, ge=1)
+    max_skew: int = Field(default=1, ge=1, le=MAX_COUNT)
 
 
 class TaskGroup(Frozen):
@@ -116,15 +116,15 @@ class Job(Frozen):
 
     id: Identifier
     tenant: Identifier = "default"
-    priority: int = 0
-    submitted_at: NonNeg = 0.0
-    deadline: NonNeg | None = None
+    priority: Priority = 0
+    submitted_at: Seconds = 0.0
+    deadline: Seconds | None = None
     gang: bool | None = None
     topology: TopologyWish | None = None
     bandwidth_gbps: NonNeg = 0.0
     spot: Literal["forbidden", "allowed", "preferred"] = "allowed"
     preemptible: bool = False
-    checkpoint_interval_s: NonNeg = 3600.0
+    checkpoint_interval_s: Seconds = 3600.0
     groups: list[TaskGroup] = Field(min_length=1)
     ratios: list[Ratio] = Field(default_factory=list)
     colocate: list[Colocate] = Field(default_factory=list)
@@ -146,5 +146,5 @@ class Queue(Frozen):
     """The jobs waiting at time `now` (seconds, same clock as `submitted_at`)."""
 
     version: Literal["optsched/v1"] = "optsched/v1"
-    now: NonNeg = 0.0
+    now: Seconds = 0.0
     jobs: list[Job] = Field(default_factory=list)

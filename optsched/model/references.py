@@ -7,14 +7,19 @@ that every id resolves and every request could fit some node.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 
 from optsched.errors import InputError, InputIssue
-from optsched.model.cluster import NODE_LEVEL, Cluster, NodeShape
+from optsched.model.cluster import NODE_LEVEL, Cluster, Node, NodeShape, ReplicaPlacement
 from optsched.model.queue import Job, Queue, TaskGroup
 
 BASE_RESOURCES = ("cpu", "memory", "rdma_nics")
+SHARE_TOLERANCE = 1e-6
+"""Shares of one device may sum to 1 + this (float sums of thousandths)."""
+CAPACITY_TOLERANCE = 1e-9
+"""Relative (and absolute) slack of running work against a node's capacity (float sums)."""
 
 
 def _duplicates(ids: Iterable[str]) -> set[str]:
@@ -157,23 +162,107 @@ def _running_problems(cluster: Cluster) -> list[InputIssue]:
             for idx in p.devices:
                 if idx >= n_dev:
                     out.append(InputIssue(f"{pp}.devices", "out_of_range", f"device {idx} >= {n_dev} on {p.node!r}"))
+    out.extend(_running_state_problems(cluster, nodes))
     return out
 
 
-def _group_fits_somewhere(group: TaskGroup, shapes: list[NodeShape], cluster: Cluster) -> bool:
+def _placement_device_problems(group: TaskGroup, p: ReplicaPlacement, pp: str) -> list[InputIssue]:
+    """A running replica's devices against its request: whole devices are `gpu` distinct indices
+    at share 1; a fractional request holds one device at its share; no gpu request holds none."""
+    out: list[InputIssue] = []
+    req = group.request
+    if len(set(p.devices)) != len(p.devices):
+        out.append(InputIssue(f"{pp}.devices", "duplicate_device", f"device indices {p.devices} repeat"))
+    if req.gpu == 0:
+        if p.devices:
+            out.append(InputIssue(f"{pp}.devices", "device_count", "a replica without a gpu request holds devices"))
+    elif req.is_fractional:
+        if len(p.devices) != 1:
+            out.append(InputIssue(f"{pp}.devices", "device_count",
+                                  f"a fractional replica holds exactly 1 device, got {len(p.devices)}"))
+        if p.share is not None and abs(p.share - req.gpu) > SHARE_TOLERANCE:
+            out.append(InputIssue(f"{pp}.share", "share_mismatch", f"share {p.share:g} differs from the request "
+                                                                    f"{req.gpu:g}"))
+    else:
+        if len(p.devices) != req.whole_gpus:
+            out.append(InputIssue(f"{pp}.devices", "device_count",
+                                  f"the request is {req.whole_gpus} whole devices, got {len(p.devices)}"))
+        if p.share is not None and abs(p.share - 1.0) > SHARE_TOLERANCE:
+            out.append(InputIssue(f"{pp}.share", "share_mismatch", f"whole devices held at share {p.share:g}"))
+    return out
+
+
+def _running_state_problems(cluster: Cluster, nodes: dict[str, Node]) -> list[InputIssue]:
+    """States no real cluster can be in: a replica beyond its group's `max`, devices that do not
+    match the request or repeat, a device used whole by two replicas or shared beyond 1, a running
+    gang below its minimum, and a node's resources held beyond its capacity. Tolerated (the cluster
+    changed under running work): a running job on an unhealthy node or on unhealthy devices."""
+    out: list[InputIssue] = []
+    device_use: dict[tuple[str, int], list[tuple[float, str]]] = {}
+    held: dict[str, dict[str, float]] = {}
+    for i, r in enumerate(cluster.running):
+        path = f"running[{i}]"
+        groups = {g.name: g for g in r.job.groups}
+        placed: Counter[str] = Counter()
+        for k, p in enumerate(r.placements):
+            group = groups.get(p.group)
+            node = nodes.get(p.node)
+            if group is None or node is None:
+                continue  # reported above
+            pp = f"{path}.placements[{k}]"
+            placed[p.group] += 1
+            if p.replica >= group.replicas.max:
+                out.append(InputIssue(f"{pp}.replica", "out_of_range",
+                                      f"replica {p.replica} of {p.group!r}, whose max is {group.replicas.max}"))
+            out.extend(_placement_device_problems(group, p, pp))
+            share = 1.0 if not group.request.is_fractional else (p.share or group.request.gpu)
+            for d in set(p.devices):
+                device_use.setdefault((p.node, d), []).append((share, f"{pp}.devices"))
+            req = group.request
+            on_node = held.setdefault(p.node, {})
+            for name, amount in (("cpu", req.cpu), ("memory", req.memory), ("rdma_nics", req.rdma_nics),
+                                 *req.resources.items()):
+                if amount > 0:
+                    on_node[name] = on_node.get(name, 0.0) + amount
+        if r.job.is_gang:
+            for g in r.job.groups:
+                if placed[g.name] < g.replicas.min:
+                    out.append(InputIssue(f"{path}.placements", "gang_below_min",
+                                          f"a running gang with {placed[g.name]} replicas of {g.name!r}, "
+                                          f"whose min is {g.replicas.min}"))
+    for (node_id, d), uses in device_use.items():
+        total = math.fsum(share for share, _ in uses)
+        if total > 1.0 + SHARE_TOLERANCE:
+            out.append(InputIssue(uses[-1][1], "device_overcommitted",
+                                  f"device {d} of {node_id!r} is held {total:g} times over by {len(uses)} replicas"))
+    for node_id, amounts in held.items():
+        capacity = nodes[node_id].capacity
+        for name, amount in amounts.items():
+            cap = capacity.get(name, 0.0)
+            if amount > cap * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE:
+                out.append(InputIssue("running", "over_capacity",
+                                      f"running replicas hold {amount:g} {name} on {node_id!r}, capacity {cap:g}"))
+    return out
+
+
+def group_fits(group: TaskGroup, shape: NodeShape) -> bool:
+    """Whether an empty node of `shape` could hold one replica of `group` (its resources, and its
+    devices: an allowed model, enough healthy ones)."""
     req = group.request
     need = {"cpu": req.cpu, "memory": req.memory, "rdma_nics": req.rdma_nics, **req.resources}
-    for shape in shapes:
-        if any(v > 0 and shape.capacity.get(k, 0.0) < v for k, v in need.items()):
-            continue
-        if req.gpu > 0:
-            dev = shape.devices
-            if dev is None or (group.models is not None and dev.model not in group.models):
-                continue
-            if dev.count - len(set(dev.unhealthy)) < max(1, req.whole_gpus):
-                continue
-        return True
-    return False
+    if any(v > 0 and shape.capacity.get(k, 0.0) < v for k, v in need.items()):
+        return False
+    if req.gpu > 0:
+        dev = shape.devices
+        if dev is None or (group.models is not None and dev.model not in group.models):
+            return False
+        if dev.count - len(set(dev.unhealthy)) < max(1, req.whole_gpus):
+            return False
+    return True
+
+
+def _group_fits_somewhere(group: TaskGroup, shapes: list[NodeShape]) -> bool:
+    return any(group_fits(group, shape) for shape in shapes)
 
 
 def distinct_shapes(cluster: Cluster) -> list[NodeShape]:
@@ -215,7 +304,7 @@ def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = Tru
             out.append(InputIssue(f"{gp}.spread.level", "unknown_reference", f"level {g.spread.level!r} unknown"))
         if g.request.gpu == 0 and g.device_affinity == "required":
             out.append(InputIssue(f"{gp}.device_affinity", "meaningless", "device_affinity without a gpu request"))
-        if shapes is not None and not _group_fits_somewhere(g, shapes, cluster):
+        if shapes is not None and not _group_fits_somewhere(g, shapes):
             out.append(InputIssue(f"{gp}.request", "unsatisfiable",
                                f"no node or node template could ever hold one replica of {g.name!r}"))
     for k, r in enumerate(job.ratios):

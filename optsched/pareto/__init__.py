@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from optsched.arguments import require_seed, require_time_limit
 from optsched.budget import (
     PARETO_CHECK_PER_EVALUATION,
     PARETO_CHECK_SHARE,
@@ -28,7 +29,6 @@ from optsched.budget import (
     estimate_build_s,
 )
 from optsched.check import check_problem
-from optsched.errors import InputError, InputIssue
 from optsched.metrics import evaluate_problem
 from optsched.model.cluster import Cluster
 from optsched.model.plan import Plan
@@ -73,8 +73,7 @@ def pareto_problem(p: Problem, objectives: Sequence[str], *, time_limit: float =
     """`pareto` on an already compiled problem; `started` is when the call began."""
     start = time.perf_counter() if started is None else started
     names = check_objectives(objectives)
-    if time_limit <= 0:
-        raise InputError([InputIssue("time_limit", "not_positive", f"{time_limit}")])
+    time_limit, seed = require_time_limit(time_limit), require_seed(seed)
     end = start + time_limit
     archive = Archive(names)
     baselines: dict[str, dict[str, float]] = {}

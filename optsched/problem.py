@@ -64,9 +64,15 @@ class Derived(Generic[T]):
         return f"Derived({self.name!r})"
 
 
+PRIORITY_WEIGHT_SPAN = 2000
+"""Priorities beyond +-2,000 weigh as +-2,000 (a weight of 2^+-20, about 1e6): Kubernetes priority
+classes go up to 2e9 (system-cluster-critical), where 2^(priority/100) overflows a float."""
+
+
 def priority_weight(priority: int) -> float:
-    """Weight of a job's priority in admitted value: 1 at priority 0, doubling every 100 levels."""
-    return float(2.0 ** (priority / 100.0))
+    """Weight of a job's priority in admitted value: 1 at priority 0, doubling every 100 levels,
+    saturating at +-PRIORITY_WEIGHT_SPAN."""
+    return float(2.0 ** (max(-PRIORITY_WEIGHT_SPAN, min(PRIORITY_WEIGHT_SPAN, priority)) / 100.0))
 
 
 def _ro(a: np.ndarray) -> Any:

@@ -60,6 +60,8 @@ def _mutate(doc: dict[str, Any], picks: list[tuple[str, int, Any]]) -> dict[str,
     for op, pick, value in picks:
         paths: list[tuple[Any, Any]] = []
         _paths(doc, paths)
+        if not paths:  # everything dropped
+            break
         parent, key = paths[pick % len(paths)]
         old = parent[key]
         if op == "set":
@@ -81,7 +83,9 @@ OPS = st.one_of(
 )
 PICKS = st.lists(OPS, min_size=0, max_size=3)
 DOCS = (yaml.safe_load((EXAMPLES / "cluster.yaml").read_text()), yaml.safe_load((EXAMPLES / "queue.yaml").read_text()))
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=int(os.environ.get("OPTSCHED_FUZZ_EXAMPLES", "150")), deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
+"""150 cases per test in `make test`; OPTSCHED_FUZZ_EXAMPLES=N runs N (a longer campaign)."""
 
 
 @child_only

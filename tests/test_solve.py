@@ -142,3 +142,21 @@ def test_a_bad_seed_is_refused(example: Any, seed: Any) -> None:
     with pytest.raises(InputError) as err:
         solve(c, q, solver="cpsat", time_limit=1.0, seed=seed)
     assert [p.path for p in err.value.problems] == ["seed"]
+
+
+def test_kubernetes_system_priorities_solve(example_docs: Any) -> None:
+    """A priority of 2e9 (Kubernetes' system-cluster-critical) weighs as 2,000 (2^20) instead of
+    overflowing the value (found by tests/test_fuzz.py with OPTSCHED_FUZZ_EXAMPLES=3000)."""
+    from optsched.model import load_cluster, load_queue
+    from optsched.problem import priority_weight
+
+    assert priority_weight(2_000_000_000) == priority_weight(2000) == 2.0**20
+    assert priority_weight(-(2**31)) == 2.0**-20 and priority_weight(100) == 2.0
+    c_doc, q_doc, _ = example_docs
+    q_doc["jobs"][0]["priority"] = 2_000_000_000
+    c = load_cluster(c_doc)
+    q = load_queue(q_doc, c)
+    for name in ("best-fit", "kueue", "cpsat", "milp"):
+        plan = solve(c, q, solver=name, time_limit=1.0)
+        assert check(c, q, plan) == []
+        assert all(abs(v) < 1e300 for v in plan.objective.values())

@@ -500,3 +500,49 @@ def test_jobs_the_model_leaves_out_get_their_binding_reason() -> None:
                  deferred=[Deferred(job="a-16", reason="capacity", detail=NOT_ADMITTED)])
     assert check_problem(p2, plan2) == []
     assert [d.reason for d in explain_deferred(p2, plan2).deferred] == ["capacity"]  # the node is full
+
+
+def _reclaim_plan(order: list[str]) -> dict[str, Any]:
+    return {"placements": [{"job": "a-new", "group": "w", "replica": 0, "node": "n0"}],
+            "evictions": [{"job": j, "reason": "reclaimed", "by": "a-new", "lost_gpu_hours": 0.0} for j in order]}
+
+
+def _lender(second_cpus: int, base_cpus: int, cpus_per_node: int = 16) -> Problem:
+    """team-b-cq (12 nominal) runs a non-preemptible base, a 3-CPU job and a second one on n0;
+    team-a-cq (9 nominal, reclaim Any) queues a 5-CPU job."""
+    run = [running(job("rb-base", "b", cpus=base_cpus, preemptible=False), "n0"),
+           running(job("rb-large", "b", cpus=3), "n0", started_at=100.0),
+           running(job("rb-second", "b", cpus=second_cpus), "n0", started_at=200.0)]
+    c = cluster([tenant("a", 9, reclaim_within_cohort="any"), tenant("b", 12)], run, nodes=1,
+                cpus_per_node=cpus_per_node)
+    return compile_problem(c, Queue.model_validate({"jobs": [job("a-new", "a", cpus=5)]}))
+
+
+def test_a_reclaim_may_take_the_lender_back_to_nominal() -> None:
+    """Kueue checks that a victim's ClusterQueue still borrows before each removal, in its candidate
+    order (pkg/scheduler/preemption/classical/candidate_generator.go `candidateIsValid`), so the last
+    victim may take it back to nominal (issue 22, 2b). team-b-cq uses 11 + 3 + 1 = 15 CPUs of 12:
+    the 1-CPU job first (15 > 12), then the 3-CPU one (14 > 12) is an order Kueue takes, so the
+    pair is legal, however the plan lists it. (The earlier rule, each reclaim with all the others
+    gone, refused it: 15 - 3 = 12.) With 9 + 3 + 3 no order works: the second removal finds
+    team-b-cq at 12, within nominal; one of the two alone is legal."""
+    p = _lender(second_cpus=1, base_cpus=11)
+    for order in (["rb-second", "rb-large"], ["rb-large", "rb-second"]):
+        assert check_problem(p, Plan.model_validate(_reclaim_plan(order))) == []
+    p = _lender(second_cpus=3, base_cpus=9, cpus_per_node=20)
+    problems = check_problem(p, Plan.model_validate(_reclaim_plan(["rb-second", "rb-large"])))
+    assert sorted((v.rule, v.job) for v in problems) == [("preemption", "rb-large"), ("preemption", "rb-second")]
+    assert all("in any order" in v.message for v in problems)
+    assert check_problem(p, Plan.model_validate(_reclaim_plan(["rb-large"]))) == []
+
+
+def test_kueue_and_cpsat_reclaim_down_to_nominal(solver: str) -> None:
+    """The pair above is what Kueue evicts for the 5-CPU job (n0 has 1 CPU free; the most recently
+    started 1-CPU job first, then the 3-CPU one); cpsat, with the same rule in its model, too."""
+    p = _lender(second_cpus=1, base_cpus=11)
+    plan = solve_kueue(p) if solver == "kueue" else solve_cpsat(p, time_limit=5.0)
+    assert check_problem(p, plan) == []
+    assert evicted(plan) == {"rb-second": ("reclaimed", "a-new"), "rb-large": ("reclaimed", "a-new")}
+    if solver == "cpsat":
+        assert "bug" not in str(plan.solver.reason or "") and plan.solver.model is not None
+        assert plan.solver.model.hint_status != "INFEASIBLE"

@@ -402,8 +402,8 @@ def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0,
     placed, deferred = engine.run(deadline=start + time_limit)
     wall = time.perf_counter() - start
     plan = to_plan(p, placed, deferred, SolverStats(name="kueue", status="heuristic", wall_s=wall, seed=seed))
-    evictions = [engine.evictions[j.id] for j in p.running if j.id in engine.evictions]
-    return plan.model_copy(update={"evictions": evictions})
+    # in the order they happened: the validator judges a reclaim after those listed before it
+    return plan.model_copy(update={"evictions": list(engine.evictions.values())})
 
 
 def _run_kueue(p: Problem, run: RunSpec) -> Plan:

@@ -12,9 +12,14 @@ eviction with its preemptor `by` (a job this plan admits):
   and the victim's priority is lower); or, when the preemptor's tenant borrows, by
   ``borrow_within_cohort: lower_priority`` (with ``reclaim_within_cohort`` not ``never``) for a
   victim of lower priority, at most ``max_priority_threshold``;
-- reclaim takes only borrowed capacity: with all the other reclaimed jobs of its tenant gone, a
-  reclaimed job's tenant must still borrow such a flavor (so the evictions are legal in any
-  order; Kueue decides one preemption at a time, and this is the order-free form of that rule);
+- reclaim takes only borrowed capacity: the reclaimed jobs of a tenant must have an order in
+  which each, once those before it are gone, finds its tenant still borrowing such a flavor
+  (`reclaim_order`). This is Kueue's rule (pkg/scheduler/preemption/classical/
+  candidate_generator.go, `candidateIsValid`: a candidate of another ClusterQueue is skipped once
+  that queue is within nominal in the resources needing preemption, checked before each removal
+  in the candidates' order), so the last victim may take its tenant back to, or below, nominal.
+  The CP-SAT encoding fixes the order to Kueue's candidate order (lowest priority, most recently
+  started first: P3), which is one such order;
 - ``migrated``: evicted and placed again in the same plan; the job must be ``migratable``.
 Only ``preemptible`` jobs are preempted or reclaimed. Borrowing before the round is measured on
 the running jobs as they stand. A job's lost work is the GPU-time since its last checkpoint plus
@@ -143,7 +148,7 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
     """Why evicting `victim` for `by` with `reason` is illegal (empty when legal).
 
     `by` is None when the named preemptor is unknown or not admitted; `others_reclaimed` is the
-    quota usage of the other jobs of the victim's tenant reclaimed in the same plan.
+    quota usage of the jobs of the victim's tenant reclaimed before it (`reclaim_order`).
     """
     if reason == "migrated":
         return [] if victim.migratable else ["job is not migratable"]
@@ -193,7 +198,7 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
     borrowing = (used > p.nominal[victim.tenant] + 1e-9) & (held_flavors(p, victim) > 0) & (by.uses > 0)
     if not borrowing.any():
         out.append("victim's tenant does not borrow a flavor that the victim and the preemptor use"
-                   + (" (once its other reclaimed jobs are gone)" if others_reclaimed is not None
+                   + (" (in any order of its tenant's reclaimed jobs)" if others_reclaimed is not None
                       and others_reclaimed.any() else ""))
     return out
 
@@ -215,17 +220,54 @@ def preemptor(view: PlanView, job_id: str | None) -> Preemptor | None:
 
 def evictions_problems(p: Problem, evictions: list[tuple[JobSpec, str, Preemptor | None]]) -> list[tuple[int, str]]:
     """(position, message) for every illegal eviction among `evictions` (victim, reason, preemptor):
-    each judged by `eviction_problems`, reclaims together with the other reclaims of their tenant."""
-    reclaimed: dict[int, FArray] = {}  # per victim tenant: usage of all its reclaimed jobs
-    held = [held_flavors(p, victim) if reason == "reclaimed" else None for victim, reason, _ in evictions]
-    for (victim, _, _), h in zip(evictions, held, strict=True):
-        if h is not None:
-            reclaimed[victim.tenant] = reclaimed.get(victim.tenant, np.zeros(len(p.flavors))) + h
+    each judged by `eviction_problems`; the reclaims of one tenant together, by `reclaim_order`."""
     out: list[tuple[int, str]] = []
-    for i, ((victim, reason, by), h) in enumerate(zip(evictions, held, strict=True)):
-        others = None if h is None else reclaimed[victim.tenant] - h
-        out.extend((i, msg) for msg in eviction_problems(p, victim, reason, by, others))
+    by_tenant: dict[int, list[int]] = {}
+    for i, (victim, reason, by) in enumerate(evictions):
+        if reason == "reclaimed" and by is not None:
+            by_tenant.setdefault(victim.tenant, []).append(i)
+        else:
+            out.extend((i, msg) for msg in eviction_problems(p, victim, reason, by))
+    for positions in by_tenant.values():
+        order, stuck = reclaim_order(p, [(evictions[i][0], evictions[i][2]) for i in positions])
+        held = {k: held_flavors(p, evictions[positions[k]][0]) for k in [*stuck, *order]}
+        removed = np.sum([held[k] for k in stuck], axis=0) if stuck else np.zeros(len(p.flavors))
+        for k in stuck:  # no order takes them: each judged with the other such jobs gone (it fails)
+            victim, reason, by = evictions[positions[k]]
+            out.extend((positions[k], msg) for msg in eviction_problems(p, victim, reason, by, removed - held[k]))
+        for k in order:  # after them, in the order found (each passes)
+            victim, reason, by = evictions[positions[k]]
+            out.extend((positions[k], msg) for msg in eviction_problems(p, victim, reason, by, removed))
+            removed = removed + held[k]
+    out.sort(key=lambda x: x[0])
     return out
+
+
+def reclaim_order(p: Problem, reclaims: list[tuple[JobSpec, Preemptor | None]]) -> tuple[list[int], list[int]]:
+    """An order in which Kueue could remove these reclaimed jobs of one tenant, each while the
+    tenant still borrows a flavor that it and its preemptor use (module docstring), as positions;
+    and the positions no order can take. Built from the end: the last one needs the tenant to
+    borrow with all the others gone, and any job that can be last may be (taking it out only
+    eases the conditions of the rest), so the greedy is exact."""
+    if not reclaims:
+        return [], []
+    tenant = reclaims[0][0].tenant
+    before = running_usage_before(p)[tenant]
+    nominal = p.nominal[tenant] + 1e-9
+    held = [held_flavors(p, v) for v, _ in reclaims]
+    uses = [by.uses if by is not None else np.zeros(len(p.flavors)) for _, by in reclaims]
+    left = list(range(len(reclaims)))
+    total = np.sum(held, axis=0)
+    tail: list[int] = []
+    while left:
+        last = next((k for k in left if np.any((held[k] > 0) & (uses[k] > 0)
+                                               & (before - (total - held[k]) > nominal))), None)
+        if last is None:
+            return tail[::-1], left
+        tail.append(last)
+        left.remove(last)
+        total = total - held[last]
+    return tail[::-1], []
 
 
 def check(view: PlanView) -> list[Violation]:
@@ -404,10 +446,10 @@ def cpsat(r: RoundModel) -> None:
     same-tenant preemptor, ``rec[k]`` an admitted cohort preemptor allowed by
     `borrow_within_cohort`, or one allowed by `reclaim_within_cohort` whose ``within[j]`` holds:
     its tenant ends within nominal quota of every flavor it may use (P2). Reclaim takes only
-    borrowed quota: with k reclaimed, the other reclaimed jobs of its tenant hold less of k's
-    reclaimed flavor than the tenant borrowed (P3). ``disruption`` = sum of lost GPU-hours of the
-    evicted jobs (P4); ``evictions``, their number, breaks the last tie of a lexicographic order
-    (Kueue evicts as few jobs as it can).
+    borrowed quota: with k reclaimed, the reclaimed jobs of its tenant before k in Kueue's
+    candidate order (`kueue_order`) hold less of k's reclaimed flavor than the tenant borrowed
+    (P3). ``disruption`` = sum of lost GPU-hours of the evicted jobs (P4); ``evictions``, their
+    number, breaks the last tie of a lexicographic order (Kueue evicts as few jobs as it can).
     """
     p, m = r.p, r.model
     lost_terms: list[tuple[int, Any]] = []
@@ -456,9 +498,12 @@ def cpsat(r: RoundModel) -> None:
         if ev.reason == "reclaimed" and ev.job not in inside:
             v = p.running[p.running_index[ev.job]]
             used_before[v.tenant] -= held_flavors(p, v)
-    for t, items in reclaimed.items():  # P3
+    rt = running_table(p)
+    for t, items in reclaimed.items():  # P3, in Kueue's candidate order (`kueue_order`)
+        rank = {o.id: n for n, o in enumerate(kueue_order(p, [o for o, _, _ in items], rt))}
         for victim, rec, f in items:
-            others = [(round(held_flavors(p, o)[f] * 1000), rr) for o, rr, _ in items if o is not victim]
+            others = [(round(held_flavors(p, o)[f] * 1000), rr) for o, rr, _ in items
+                      if rank[o.id] < rank[victim.id]]
             others = [(c, v) for c, v in others if c > 0]
             borrowed = round((used_before[t, f] - p.nominal[t, f]) * 1000)
             if borrowed <= 0:  # the reclaims outside this model took the borrowed quota already
@@ -516,6 +561,13 @@ def hold_fixed_reclaims(r: RoundModel, plan: Plan, view: PlanView) -> None:
             m.add(r.wsum((x for _, x in model_rec), (c for c, _ in model_rec)) <= math.ceil(slack[f] * 1000) - 1)
 
 
+def kueue_order(p: Problem, victims: list[JobSpec], rt: RunningTable | None = None) -> list[JobSpec]:
+    """Running jobs in Kueue's candidate order within one ClusterQueue: lowest priority first, then
+    the most recently started, then by id (pkg/scheduler/preemption/common/ordering.go)."""
+    rt = running_table(p) if rt is None else rt
+    return sorted(victims, key=lambda v: (v.priority, -float(rt.started[v.index]), int(rt.id_rank[v.index])))
+
+
 def evictable_jobs(p: Problem, limit: int) -> list[JobSpec]:
     """Running jobs some queued job may evict, at most `limit` (lowest priority, least work lost first)."""
     out = [v for v in p.running if preemptors(p, v)]
@@ -536,17 +588,24 @@ def name_preemptors(p: Problem, plan: Plan, evicted: list[JobSpec], why: dict[in
     draft = plan.model_copy(update={"evictions": [*plan.evictions, *(
         Eviction(job=v.id, reason=reasons[v.id], lost_gpu_hours=lost_gpu_hours(p, v)) for v in evicted)]})
     view = PlanView(p, draft)
-    reclaimed: dict[int, FArray] = {}
-    for ev in draft.evictions:
+    before: dict[str, FArray] = {}  # per reclaimed job: what its tenant's reclaims before it hold (P3's order)
+    fixed: dict[int, FArray] = {}  # per tenant: the plan's reclaims outside the model, taken as earlier
+    for ev in plan.evictions:
         if ev.reason == "reclaimed":
             v = p.running[p.running_index[ev.job]]
-            reclaimed[v.tenant] = reclaimed.get(v.tenant, np.zeros(len(p.flavors))) + held_flavors(p, v)
+            fixed[v.tenant] = fixed.get(v.tenant, np.zeros(len(p.flavors))) + held_flavors(p, v)
+    ours = kueue_order(p, [v for v in evicted if reasons[v.id] == "reclaimed"])
+    for t in {v.tenant for v in ours}:
+        acc = fixed.get(t, np.zeros(len(p.flavors)))
+        for v in (v for v in ours if v.tenant == t):
+            before[v.id] = acc
+            acc = acc + held_flavors(p, v)
     out = []
     for v in evicted:
         who: Preemptors = why[p.running_index[v.id]][2]
         reason = reasons[v.id]
         pool = who.same if reason == "preempted" else [*who.borrowing, *who.nominal]
-        others = reclaimed[v.tenant] - held_flavors(p, v) if reason == "reclaimed" else None
+        others = before[v.id] if reason == "reclaimed" else None
         by = next((j for j in pool if view.by_job.get(j.id)
                    and not eviction_problems(p, v, reason, preemptor(view, j.id), others)), None)
         if by is None:

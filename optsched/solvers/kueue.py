@@ -253,28 +253,33 @@ class KueueEngine(GreedyEngine):
 
     def _preempt(self, job: JobSpec, failure: str) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
         """Kueue's classic preemption targets for `job` (which failed for `failure`); on success
-        the job is placed."""
+        the job is placed. The attempts and their candidates follow Kueue's `classicalPreemptions`
+        (pkg/scheduler/preemption/preemption.go): with borrowing allowed, candidates of other
+        tenants that may only go if the job's tenant does not borrow (`_reclaim_without_borrowing`)
+        are left out; without it, all are in but the job must fit within nominal. Which attempts,
+        in which order: same-tenant candidates only, or `borrow_within_cohort` forbidden while the
+        tenant is not strictly under nominal now in the flavors needing preemption: with borrowing
+        only; `borrow_within_cohort` forbidden and the job does not fit its own nominal quota:
+        without, then with borrowing; else with, then without."""
         p = self.p
         cands = self._candidates(job, for_nodes=failure != "quota")
         if not cands:
             return None
         reason_of = {v.id: r for v, r in cands}
-        same = [v for v, _ in cands if v.tenant == job.tenant]
-        tenants = p.cluster.tenants
-        bwc = tenants[job.tenant].preemption.borrow_within_cohort if job.tenant < len(tenants) else None
-        steps: list[tuple[list[JobSpec], bool]] = []
-        if len(same) == len(cands):
-            steps.append((same, True))
+        policy = p.cluster.tenants[job.tenant].preemption
+        bwc = policy.borrow_within_cohort
+        forbidden = bwc is None or bwc.policy == "never"
+        advantage = not self._borrows_with(job)  # Kueue: the request fits the ClusterQueue's own quota
+        frs = self._need(job) > 0
+        if all(v.tenant == job.tenant for v, _ in cands) or (forbidden and not self._under_nominal(job.tenant, frs)):
+            options = [True]
+        elif forbidden and not advantage:
+            options = [False, True]
         else:
-            if bwc is not None and bwc.policy == "lower_priority":
-                threshold = math.inf if bwc.max_priority_threshold is None else bwc.max_priority_threshold
-                steps.append(([v for v, _ in cands if v.tenant == job.tenant
-                               or (v.priority < job.priority and v.priority <= threshold)], True))
-            elif not self._borrows_with(job):
-                steps.append(([v for v, _ in cands], False))
-            steps.append((same, True))
-        for cand_list, allow_borrow in steps:
-            targets = self._targets(job, cand_list, allow_borrow)
+            options = [True, False]
+        for allow_borrow in options:
+            listed = [v for v, _ in cands if not (allow_borrow and self._reclaim_without_borrowing(job, v, advantage))]
+            targets = self._targets(job, self._still_valid(job, listed, frs), allow_borrow)
             if not targets:
                 continue
             att = self._fits_without(job, targets, allow_borrow, keep=True)
@@ -286,6 +291,43 @@ class KueueEngine(GreedyEngine):
             self.rollback(job, list(att.replicas))
             self._release(targets, sign=1.0)
         return None
+
+    def _reclaim_without_borrowing(self, job: JobSpec, victim: JobSpec, advantage: bool) -> bool:
+        """Kueue's `ReclaimWithoutBorrowing` variant (classical/hierarchical_preemption.go
+        `classifyPreemptionVariant`): a candidate of another tenant the job may reclaim only if
+        its own tenant ends within nominal. Not so when the job fits its own quota (hierarchical
+        advantage), nor when `borrow_within_cohort` allows it (lower priority, at most the
+        threshold)."""
+        if victim.tenant == job.tenant or advantage:
+            return False
+        bwc = self.p.cluster.tenants[job.tenant].preemption.borrow_within_cohort
+        if bwc is None or bwc.policy == "never":
+            return True
+        threshold = bwc.max_priority_threshold
+        return victim.priority >= job.priority or (threshold is not None and victim.priority > threshold)
+
+    def _still_valid(self, job: JobSpec, cands: list[JobSpec], frs: BArray) -> list[JobSpec]:
+        """The candidates Kueue's iterator yields, in order: one of another tenant is skipped once
+        its tenant, with the candidates before it gone, no longer borrows any flavor needing
+        preemption (classical/candidate_generator.go `candidateIsValid`)."""
+        p = self.p
+        used = self.ledger.quota_used.copy()
+        out = []
+        for v in cands:
+            if v.tenant != job.tenant:
+                nominal = p.nominal[v.tenant][frs]
+                if not np.any(used[v.tenant][frs] > nominal + EPS * np.maximum(1.0, nominal)):
+                    continue
+            out.append(v)
+            used[v.tenant] -= preemption.held_flavors(p, v)
+        return out
+
+    def _under_nominal(self, tenant: int, frs: BArray) -> bool:
+        """Kueue's `queueUnderNominalInResourcesNeedingPreemption`: the tenant's usage now (before
+        the job) is strictly below nominal in every flavor needing preemption."""
+        p = self.p
+        nominal = p.nominal[tenant][frs]
+        return bool(np.all(self.ledger.quota_used[tenant][frs] < nominal - EPS * np.maximum(1.0, nominal)))
 
     def _legal(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]) -> bool:
         """The validator's rule for every eviction so far and this step's, judged as if the round

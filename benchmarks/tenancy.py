@@ -1,6 +1,8 @@
 """Tenancy on a contended round: admitted value, work lost to evictions, fairness.
 
-Run: `.venv/bin/python benchmarks/tenancy.py`. Writes benchmarks/results/tenancy.md. The
+Run: `.venv/bin/python benchmarks/tenancy.py`. Writes tenancy.md into $OPTSCHED_RESULTS (`make bench`:
+benchmarks/results), else ./optsched-results/; the kueue rows of the report it replaces are kept in
+a before / after table. The
 mixed-cloud-10k reference cluster has three tenants in one cohort (research, product, platform,
 with Kueue preemption policies) and 473 running jobs, 294 of them preemptible; each row is a
 generated `mixed` queue at 2x the free GPUs (seeds 0-2), solved by `kueue` (Kueue admission,
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import machine, table, write
+from benchmarks.common import RESULTS, machine, table, write
 from optsched import load_cluster
 from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
@@ -65,8 +67,24 @@ def row(p: Problem, name: str, plan: Plan, wall: float, seed: int, kueue: tuple[
             f"{m.fairness:.3f}", f"{deferred['quota']} / {deferred['priority']} / {deferred['capacity']}"]
 
 
+def previous_kueue(path: Path) -> tuple[str, dict[int, tuple[str, str, str]]]:
+    """The kueue rows (seed -> admitted value, evictions, lost GPU-h) and the date of the report
+    this run replaces, so that a change of the baseline shows as before / after in one file."""
+    if not path.is_file():
+        return "", {}
+    lines = path.read_text().splitlines()
+    date = next((ln.split(",")[0] for ln in lines if ln[:4].isdigit()), "")
+    out = {}
+    for ln in lines:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        if len(cells) >= 11 and cells[1] == "kueue" and cells[0].isdigit():
+            out[int(cells[0])] = (cells[3], cells[6], cells[7])
+    return date, out
+
+
 def main() -> None:
     cluster = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    before_date, before = previous_kueue(RESULTS / "tenancy.md")
     rows = []
     for seed in range(3):
         p = compile_problem(cluster, generate_queue(cluster, "mixed", jobs=1000, load=2.0, seed=seed))
@@ -79,6 +97,13 @@ def main() -> None:
                 m = evaluate_problem(p, plan)
                 kueue = (m.admitted_value, m.disruption)
             print(rows[-1], flush=True)
+    changed = [[seed, *before[seed], *next(r[3:4] + r[6:8] for r in rows if r[0] == seed and r[1] == "kueue")]
+               for seed in sorted(before)]
+    previous = ("" if not changed else
+                f"\n## The kueue baseline against the previous report ({before_date})\n\nThe same rounds: what a "
+                "change of the baseline moved.\n\n"
+                + table(["seed", "admitted value before", "evictions before", "lost GPU-h before", "admitted value now",
+                         "evictions now", "lost GPU-h now"], changed) + "\n")
     running = len(cluster.running)
     preemptible = sum(r.job.preemptible for r in cluster.running)
     write("tenancy", f"# Tenancy on a contended round\n\n{dt.date.today()}, {machine()}. mixed-cloud-10k: tenants "
@@ -88,7 +113,7 @@ def main() -> None:
           "deferred = for quota / for priority (equal or higher-priority work its policies protect) / "
           "for capacity. Every plan passed the validator.\n\n"
           + table(["seed", "solver", "wall s", "admitted value", "x kueue", "jobs", "evictions", "lost GPU-h",
-                   "x kueue", "fairness", "deferred"], rows) + "\n")
+                   "x kueue", "fairness", "deferred"], rows) + "\n" + previous)
 
 
 if __name__ == "__main__":

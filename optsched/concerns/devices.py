@@ -273,6 +273,24 @@ def cpsat(r: RoundModel) -> None:
             m.add(r.sum(use_q[q]) <= len(free_q[q]))
 
 
+BY_NODE = "counts_by_node"
+"""Key of the device plan's per-node index of its count variables (built once per model)."""
+
+
+def _counts_on_node(plan: dict[str, Any]) -> dict[int, dict[str, list[tuple[Key, int, Any]]]]:
+    """The device plan's `z`, `yq` and `kq` count variables grouped by node, in their order (the
+    decoder asks per node: scanning every variable per node was quadratic, 1.9 s of a 5 s MILP
+    round on ascend-910b-4k)."""
+    index = plan.get(BY_NODE)
+    if index is None:
+        index = {}
+        for kind in ("z", "yq", "kq"):
+            for (key, x), var in plan.get(kind, {}).items():
+                index.setdefault(key[2], {}).setdefault(kind, []).append((key, x, var))
+        plan[BY_NODE] = index
+    return index
+
+
 def pick_from_counts(r: RoundModel, solver: Any, v: int,
                      replicas: list[tuple[Key, GroupSpec]]) -> list[tuple[tuple[int, ...], float]] | None:
     """Device indices for the replicas placed on node `v`, read from the model's per-group counts.
@@ -281,7 +299,7 @@ def pick_from_counts(r: RoundModel, solver: Any, v: int,
     rest on any free devices. Returns None if the counts cannot be realised (a model bug).
     """
     p, base = r.p, r.base
-    plan = r.device_plan
+    on_node = _counts_on_node(r.device_plan).get(v, {})
     a, b = base.node_devices(v)
     free = [d for d in range(a, b) if p.dev_healthy[d] and base.dev_used[d] <= EPS]
     taken: set[int] = set()
@@ -289,15 +307,15 @@ def pick_from_counts(r: RoundModel, solver: Any, v: int,
     todo: dict[Key, list[int]] = {}
     for i, (key, _) in enumerate(replicas):
         todo.setdefault(key, []).append(i)
-    for (key, d), var in plan.get("z", {}).items():
-        if key[2] != v or key not in todo:
+    for key, d, var in on_node.get("z", []):
+        if key not in todo:
             continue
         for _ in range(int(solver.value(var))):
             i = todo[key].pop(0)
             out[i] = ((d,), replicas[i][1].share)
             taken.add(d)
-    for (key, q), var in plan.get("yq", {}).items():
-        if key[2] != v or key not in todo:
+    for key, q, var in on_node.get("yq", []):
+        if key not in todo:
             continue
         g = p.jobs[key[0]].groups[key[1]]
         for _ in range(int(solver.value(var))):
@@ -307,8 +325,8 @@ def pick_from_counts(r: RoundModel, solver: Any, v: int,
             taken.update(devs)
             out[todo[key].pop(0)] = (tuple(devs), 1.0)
     big: dict[Key, list[int]] = {}
-    for (key, q), var in plan.get("kq", {}).items():
-        if key[2] == v and key in todo and solver.value(var):
+    for key, q, var in on_node.get("kq", []):
+        if key in todo and solver.value(var):
             big.setdefault(key, []).extend(d for d in free if p.dev_group[d] == q)
     for key, devs in big.items():
         g = p.jobs[key[0]].groups[key[1]]

@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cost.py
 	$(BIN)/python benchmarks/scale.py --out benchmarks/results
 	$(BIN)/python benchmarks/startup.py --out benchmarks/results
+	$(BIN)/python benchmarks/timelimit.py
 	$(BIN)/python benchmarks/fingerprints.py --out benchmarks/results
 	$(BIN)/optsched bench rounds --out benchmarks/results
 	$(BIN)/optsched bench philly --out benchmarks/results

@@ -80,6 +80,8 @@ class RunningPack:
     place_node: IArray
     place_req: FArray
     """Per placement: running job, node, request per resource (placements x resources)."""
+    place_pad: FArray
+    """Per placement: its group's `nonzero_pad` (placements x 2)."""
     dev_job: IArray
     dev_index: IArray
     dev_share: FArray
@@ -108,6 +110,8 @@ def _running_pack(p: Problem) -> RunningPack:
     return RunningPack(
         place_job=np.array([k for k, _ in placements], dtype=np.int64),
         place_node=np.array([pl.node for _, pl in placements], dtype=np.int64), place_req=req,
+        place_pad=np.array([run[k].groups[pl.group].nonzero_pad for k, pl in placements], dtype=float).reshape(
+            len(placements), 2),
         dev_job=np.array([k for k, _, _ in devices], dtype=np.int64),
         dev_index=np.array([d for _, d, _ in devices], dtype=np.int64),
         dev_share=np.array([s for _, _, s in devices], dtype=float), quota=quota,
@@ -160,6 +164,9 @@ class Ledger:
         p = problem
         self.problem = p
         self.used: FArray = np.zeros_like(p.cap)
+        self.score_pad: FArray = np.zeros((p.n_nodes, 2))
+        """kube-scheduler's non-zero cpu (millicores) and memory (MiB) added per node for the replicas
+        on it without such requests (`GroupSpec.nonzero_pad`): the scores read it, the fit tests do not."""
         self.dev_used: FArray = np.zeros(len(p.dev_node))
         self.uplink_load: FArray = np.zeros(len(p.domain_ids))
         self.quota_used: FArray = np.zeros((len(p.tenant_names), len(p.flavors)))
@@ -230,6 +237,10 @@ class Ledger:
             sign: float = 1.0) -> None:
         """Account one replica (sign=-1 removes it)."""
         self.used[node] += sign * group.req
+        pad = group.nonzero_pad
+        if pad[0] or pad[1]:
+            self.score_pad[node, 0] += sign * pad[0]
+            self.score_pad[node, 1] += sign * pad[1]
         if devices:
             delta = sign * share
             dev_used = self.dev_used
@@ -251,6 +262,7 @@ class Ledger:
         p = self.problem
         nodes = np.fromiter((it[2] for it in items), dtype=np.int64, count=len(items))
         np.add.at(self.used, nodes, np.stack([it[1].req for it in items]))
+        np.add.at(self.score_pad, nodes, np.array([it[1].nonzero_pad for it in items], dtype=float))
         devs = [d for it in items for d in it[3]]
         if devs:
             shares = [it[4] for it in items for _ in it[3]]
@@ -264,7 +276,7 @@ class Ledger:
         """An independent copy of this ledger."""
         other = Ledger.__new__(Ledger)
         other.problem = self.problem
-        for name in ("used", "dev_used", "uplink_load", "quota_used", "free_whole", "max_group_free",
+        for name in ("used", "score_pad", "dev_used", "uplink_load", "quota_used", "free_whole", "max_group_free",
                      "max_share_free"):
             setattr(other, name, getattr(self, name).copy())
         return other
@@ -293,6 +305,7 @@ class Ledger:
         rows = np.flatnonzero(times[pack.place_job] > 0)
         nodes = pack.place_node[rows]
         np.add.at(self.used, nodes, weight[pack.place_job[rows], None] * pack.place_req[rows])
+        np.add.at(self.score_pad, nodes, weight[pack.place_job[rows], None] * pack.place_pad[rows])
         devs = np.flatnonzero(times[pack.dev_job] > 0)
         if len(devs):
             np.add.at(self.dev_used, pack.dev_index[devs], weight[pack.dev_job[devs]] * pack.dev_share[devs])

@@ -80,6 +80,21 @@ def _ro(a: np.ndarray) -> Any:
     return a
 
 
+NONZERO_CPU = 100.0
+"""Millicores kube-scheduler's scores count for a container without a cpu request
+(`GetNonzeroRequestForResource`, pkg/scheduler/framework/plugins/noderesources/resource_allocation.go;
+DefaultMilliCPURequest)."""
+NONZERO_MEMORY = 200.0
+"""MiB counted for a container without a memory request (DefaultMemoryRequest, 200 MiB)."""
+
+
+def _nonzero_pad(g: TaskGroup) -> tuple[float, float]:
+    """kube-scheduler's default requests for a replica whose cpu or memory request is unset (not
+    when set to 0: "Override if un-set, but not if explicitly set to zero")."""
+    given = g.request.model_fields_set
+    return (NONZERO_CPU if "cpu" not in given else 0.0, NONZERO_MEMORY if "memory" not in given else 0.0)
+
+
 @dataclass(frozen=True)
 class GroupSpec:
     """A compiled task group (one role of a job)."""
@@ -98,6 +113,9 @@ class GroupSpec:
     """Speed per device model (M,); 0 = not allowed. CPU-only groups: all 1."""
     affinity: str
     spec: TaskGroup
+    nonzero_pad: tuple[float, float] = (0.0, 0.0)
+    """What kube-scheduler's scores add to a replica's cpu (millicores) and memory (MiB) request:
+    100 and 200 where the request is unset (`NONZERO_CPU`, `NONZERO_MEMORY`)."""
 
     @property
     def uses_devices(self) -> bool:
@@ -297,7 +315,8 @@ def _compile_job(job: Job, index: int, p_models: dict[str, int], model_speed: FA
             job=index, index=gi, name=g.name, rmin=g.replicas.min, rmax=g.replicas.max,
             req=_ro(_request_vector(g, resources)), gpu=g.request.gpu,
             whole=g.request.whole_gpus, share=g.request.gpu if g.request.is_fractional else 0.0,
-            model_speed=_ro(speed), affinity=g.device_affinity, spec=g))
+            model_speed=_ro(speed), affinity=g.device_affinity, spec=g,
+            nonzero_pad=_nonzero_pad(g)))
     gidx = {g.name: g.index for g in groups}
     ratios = tuple((gidx[r.group], gidx[r.per], r.min, math.inf if r.max is None else r.max)
                    for r in job.ratios)

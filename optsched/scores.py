@@ -51,12 +51,18 @@ def _node_scales(p: Problem) -> NodeScales:
 NODE_SCALES: Derived[NodeScales] = Derived("scores.node_scales", _node_scales)
 
 
-def _fractions(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
+def _fractions(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray, nonzero: bool = False) -> FArray:
     """Fraction of cpu, memory and devices in use after placing one replica of `group`
-    (nodes x 3; 0 where the node has none of it: such entries carry weight 0)."""
+    (nodes x 3; 0 where the node has none of it: such entries carry weight 0). With `nonzero`,
+    kube-scheduler's rule: a replica without a cpu or memory request counts as 100 millicores or
+    200 MiB (`Ledger.score_pad`, `GroupSpec.nonzero_pad`)."""
     s = p.derived(NODE_SCALES)
     out = np.empty((len(nodes), 3))
-    out[:, :2] = (ledger.used[nodes, :2] + group.req[:2]) / s.safe_cap[nodes]
+    if nonzero:
+        pad = np.asarray(group.nonzero_pad)
+        out[:, :2] = (ledger.used[nodes, :2] + ledger.score_pad[nodes] + group.req[:2] + pad) / s.safe_cap[nodes]
+    else:
+        out[:, :2] = (ledger.used[nodes, :2] + group.req[:2]) / s.safe_cap[nodes]
     out[:, 2] = (s.count[nodes] - ledger.free_whole[nodes] + float(group.whole)) / s.safe_count[nodes]
     return out
 
@@ -89,22 +95,27 @@ NODE_ROWS: Derived[list[tuple[float, ...]]] = Derived("scores.node_rows", _node_
 devices, has cpu, has memory, has devices, safe total."""
 
 
-def _fractions_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int) -> tuple[float, ...]:
+def _fractions_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int,
+                   nonzero: bool = False) -> tuple[float, ...]:
     """`_fractions` and the weights of one node: (f_cpu, f_mem, f_dev, h_cpu, h_mem, h_dev, safe total)."""
     cap0, cap1, count, safe_count, h0, h1, h2, total = p.derived(NODE_ROWS)[node]
     u0, u1 = ledger.used[node, :2].tolist()
     r0, r1 = group.req[:2].tolist()
+    if nonzero:
+        s0, s1 = ledger.score_pad[node].tolist()
+        q0, q1 = group.nonzero_pad
+        u0, u1, r0, r1 = u0 + s0 + r0 + q0, u1 + s1 + r1 + q1, 0.0, 0.0  # the vectorised sum's order
     f2 = (count - int(ledger.free_whole[node]) + float(group.whole)) / safe_count
     return (u0 + r0) / cap0, (u1 + r1) / cap1, f2, h0, h1, h2, total
 
 
 def _most_allocated_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int) -> float:
-    f0, f1, f2, h0, h1, h2, total = _fractions_one(p, ledger, group, node)
+    f0, f1, f2, h0, h1, h2, total = _fractions_one(p, ledger, group, node, nonzero=True)
     return (f0 * h0 + f1 * h1 + f2 * h2) / total
 
 
 def _least_allocated_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int) -> float:
-    f0, f1, f2, h0, h1, h2, total = _fractions_one(p, ledger, group, node)
+    f0, f1, f2, h0, h1, h2, total = _fractions_one(p, ledger, group, node, nonzero=True)
     return ((1.0 - f0) * h0 + (1.0 - f1) * h1 + (1.0 - f2) * h2) / total
 
 
@@ -125,13 +136,16 @@ def score_first(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> 
 
 
 def score_most_allocated(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
-    """kube-scheduler NodeResourcesFit `MostAllocated`: mean of requested/allocatable over cpu, memory, gpu."""
-    return _weighted_mean(p, _fractions(p, ledger, group, nodes), group, nodes, requested_only=False)
+    """kube-scheduler NodeResourcesFit `MostAllocated`: mean of requested/allocatable over cpu, memory, gpu
+    (requests as kube-scheduler counts them: non-zero)."""
+    return _weighted_mean(p, _fractions(p, ledger, group, nodes, nonzero=True), group, nodes, requested_only=False)
 
 
 def score_least_allocated(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:
-    """kube-scheduler NodeResourcesFit `LeastAllocated`: mean of free/allocatable after placing."""
-    return _weighted_mean(p, 1.0 - _fractions(p, ledger, group, nodes), group, nodes, requested_only=False)
+    """kube-scheduler NodeResourcesFit `LeastAllocated`: mean of free/allocatable after placing
+    (requests as kube-scheduler counts them: non-zero)."""
+    return _weighted_mean(p, 1.0 - _fractions(p, ledger, group, nodes, nonzero=True), group, nodes,
+                          requested_only=False)
 
 
 def score_binpack(p: Problem, ledger: Ledger, group: GroupSpec, nodes: IArray) -> FArray:

@@ -20,23 +20,34 @@ from optsched.solvers.greedy import STRATEGIES, GreedyEngine
 from tests.strategies import busy_rounds
 
 
-def _used_ledgers(p: Problem) -> list[Ledger]:
-    """The running jobs alone, and after a first-fit and a best-fit round on top of them."""
-    out = [Ledger.with_running(p)]
+def _used_ledgers(p: Problem) -> list[tuple[Ledger, list[tuple[GroupSpec, int]]]]:
+    """The running jobs alone, and after a first-fit and a best-fit round on top of them; each with
+    the (group, node) of every replica it holds."""
+    running = [(j.groups[pl.group], pl.node) for j in p.running for pl in j.placements]
+    out = [(Ledger.with_running(p), running)]
     for name in ("first-fit", "best-fit"):
         engine = GreedyEngine(p, STRATEGIES[name])
-        engine.run()
-        out.append(engine.ledger)
+        placed, _ = engine.run()
+        jobs = {j.id: j for j in p.jobs}
+        out.append((engine.ledger, running + [(jobs[jid].groups[r.group], r.node)
+                                              for jid, reps in placed.items() for r in reps]))
     return out
 
 
-def _reference(p: Problem, ledger: Ledger, group: GroupSpec, node: int, kind: str) -> float:
+def _reference(p: Problem, ledger: Ledger, replicas: list[tuple[GroupSpec, int]], group: GroupSpec, node: int,
+               kind: str) -> float:
     """NodeResourcesFit's definition: the mean, over cpu, memory and devices the node has, of the
-    fraction in use after placing (LeastAllocated: free after placing); Volcano's binpack: only
-    over what the replica requests."""
+    fraction in use after placing (LeastAllocated: free after placing), a replica whose cpu or
+    memory request is unset counted as 100 millicores / 200 MiB (kube-scheduler's non-zero requests);
+    Volcano's binpack: raw requests, only over what the replica requests."""
     count = int(p.node_dev_count[node])
-    used = [float(ledger.used[node, 0] + group.req[0]), float(ledger.used[node, 1] + group.req[1]),
-            float(count - ledger.free_whole[node] + group.whole)]
+    here = [g for g, n in replicas if n == node] + [group]
+    if kind == "binpack":
+        cpu, mem = float(ledger.used[node, 0] + group.req[0]), float(ledger.used[node, 1] + group.req[1])
+    else:
+        cpu = sum(float(g.req[0]) + (0.0 if "cpu" in g.spec.request.model_fields_set else 100.0) for g in here)
+        mem = sum(float(g.req[1]) + (0.0 if "memory" in g.spec.request.model_fields_set else 200.0) for g in here)
+    used = [cpu, mem, float(count - ledger.free_whole[node] + group.whole)]
     cap = [float(p.cap[node, 0]), float(p.cap[node, 1]), float(count)]
     scored = [i for i in range(3) if cap[i] > 0]
     if kind == "binpack":
@@ -56,7 +67,7 @@ def test_one_node_scores_and_fits_equal_the_vectorised_ones(data: tuple[Cluster,
     p = compile_problem(*data)
     nodes = np.arange(p.n_nodes)
     kinds = {score_most_allocated: "most", score_least_allocated: "least", score_binpack: "binpack"}
-    for ledger in _used_ledgers(p):
+    for ledger, replicas in _used_ledgers(p):
         for job in p.jobs:
             for group in job.groups:
                 fits = ledger.fits_at(group, nodes)
@@ -66,7 +77,7 @@ def test_one_node_scores_and_fits_equal_the_vectorised_ones(data: tuple[Cluster,
                     assert [one(p, ledger, group, n) for n in range(p.n_nodes)] == scores.tolist()
                     kind = kinds.get(vectorised)
                     if kind is not None:
-                        reference = [_reference(p, ledger, group, n, kind) for n in range(p.n_nodes)]
+                        reference = [_reference(p, ledger, replicas, group, n, kind) for n in range(p.n_nodes)]
                         assert np.allclose(scores, reference, rtol=1e-12, atol=1e-12)
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from optsched.model.base import MAX_COUNT, Count, Frozen, Identifier, NonNeg, Positive, Priority, Seconds
 
@@ -36,6 +36,9 @@ class Replicas(Frozen):
 
 class Request(Frozen):
     """Per-replica request. `gpu` is a whole count (1, 2, 8, ...) or a share of one device (0 < gpu < 1).
+    An unset `cpu` or `memory` is 0 for fit and quota, and 100 millicores / 200 MiB in
+    kube-scheduler's scores (best-fit, spread), as kube-scheduler counts a container without
+    requests; an explicit 0 is 0 everywhere.
 
     `resources` holds other named, node-capacity resources (e.g. ``ephemeral_storage``).
     """
@@ -45,6 +48,16 @@ class Request(Frozen):
     gpu: NonNeg = 0.0
     rdma_nics: NonNeg = 0.0
     resources: dict[Identifier, NonNeg] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _unset_stays_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An unset cpu or memory request is written as unset: kube-scheduler's scores count it as
+        100 millicores / 200 MiB, an explicit 0 as 0 (`optsched.problem.NONZERO_CPU`)."""
+        data: dict[str, Any] = handler(self)
+        for name in ("cpu", "memory"):
+            if name not in self.model_fields_set:
+                data.pop(name, None)
+        return data
 
     @field_validator("gpu")
     @classmethod

@@ -98,7 +98,7 @@ def _summary(cluster: Cluster, queue: Queue, plan: Plan) -> Table:
     return t
 
 
-def _plan_summary(cluster: Cluster, queue: Queue, plan: Plan) -> dict[str, object]:
+def _plan_summary(queue: Queue, plan: Plan) -> dict[str, object]:
     """What `solve --json` prints: the solver's statistics, the counts of the summary, the objective."""
     from optsched.model.stats import STATUS_MEANING
 
@@ -139,7 +139,7 @@ def solve(cluster: ClusterArg, queue: Path,
     if output is not None:
         dump(plan, output)
     if as_json:
-        sys.stdout.write(json.dumps({**_plan_summary(c, q, plan), "output": None if output is None else str(output)},
+        sys.stdout.write(json.dumps({**_plan_summary(q, plan), "output": None if output is None else str(output)},
                                     indent=1) + "\n")
         return
     console.print(_summary(c, q, plan))

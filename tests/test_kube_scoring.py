@@ -46,8 +46,8 @@ def _kube_scores(fractions: np.ndarray) -> list[int]:
 
 
 def _fractions(p: Any, least: bool) -> np.ndarray:
-    """Per node the (cpu, memory) fractions the optsched score averages (recovered per resource by
-    scoring nodes that have one resource at a time would need other clusters; here from the ledger)."""
+    """Per node the (cpu, memory) fractions after placing the incoming pod, as kube-scheduler counts
+    requests: the ledger's usage and non-zero padding plus the pod's (LeastAllocated: what is left)."""
     ledger = Ledger.with_running(p)
     group = p.jobs[0].groups[0]
     used = ledger.used[:, :2] + ledger.score_pad + group.req[:2] + np.asarray(group.nonzero_pad)

@@ -98,6 +98,9 @@ def problems_from_validation(err: ValidationError) -> list[InputIssue]:
 def read_document(source: Source) -> dict[str, Any]:
     """Parse a path, a JSON/YAML text or a dict into a mapping; syntax errors become InputError."""
     if isinstance(source, dict):
+        problems = _walk_problems(source, MAX_DEPTH)
+        if problems:
+            raise InputError(problems)
         return source
     text: str
     is_json = False
@@ -138,9 +141,6 @@ def parse_document(model: type[M], source: Source) -> M:
     """Read `source` and validate it as `model` in strict mode (a number given as a string, or
     ``"yes"`` for a bool, is refused); every problem becomes one `InputError`."""
     data = read_document(source)
-    problems = _walk_problems(data, MAX_DEPTH) if isinstance(source, dict) else []
-    if problems:
-        raise InputError(problems)
     try:
         text = json.dumps(data, default=_not_json)
     except TypeError as exc:

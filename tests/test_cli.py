@@ -51,23 +51,24 @@ def test_evaluate_bound_reports_the_gap() -> None:
     assert "gap" in runner.invoke(app, ["evaluate", C, Q, P, "--bound"]).output
 
 
-def test_input_error_exit_2(tmp_path: Path) -> None:
+def _solve_with_node_domain(tmp_path: Path, domain: str) -> Any:
+    """`optsched solve` on the example cluster with its first node under `domain` (no such leaf)."""
     doc: dict[str, Any] = yaml.safe_load(Path(C).read_text())
-    doc["nodes"][0]["domain"] = "nowhere"
+    doc["nodes"][0]["domain"] = domain
     bad = tmp_path / "c.yaml"
     bad.write_text(yaml.safe_dump(doc))
-    res = runner.invoke(app, ["solve", str(bad), Q])
+    return runner.invoke(app, ["solve", str(bad), Q])
+
+
+def test_input_error_exit_2(tmp_path: Path) -> None:
+    res = _solve_with_node_domain(tmp_path, "nowhere")
     assert res.exit_code == 2
     assert "nodes[0].domain" in res.output and "Traceback" not in res.output
 
 
 def test_input_error_lines_are_text_not_markup(tmp_path: Path) -> None:
     """An id that looks like rich markup and the `[rule]` tag are printed as they are (issue 20)."""
-    doc: dict[str, Any] = yaml.safe_load(Path(C).read_text())
-    doc["nodes"][0]["domain"] = "[/x]leaf[bold]"
-    bad = tmp_path / "c.yaml"
-    bad.write_text(yaml.safe_dump(doc))
-    res = runner.invoke(app, ["solve", str(bad), Q])
+    res = _solve_with_node_domain(tmp_path, "[/x]leaf[bold]")
     assert res.exit_code == 2, res.output
     assert "[/x]leaf[bold]" in res.output and "[unknown_reference]" in res.output
     assert "Traceback" not in res.output

@@ -48,6 +48,26 @@ def flavor_use(p: Problem, group: GroupSpec, node: int) -> FArray:
     return use
 
 
+def quota_broken(p: Problem, used: FArray, tenant: int) -> BArray:
+    """Flavors in which the tenant breaks a quota rule with usage `used` (T x F), Kueue's semantics
+    as `concerns.tenancy.quota` states them: usage <= nominal without a cohort; in one, borrowed
+    <= its borrowing limit and the cohort borrows no more than its members lend. Per flavor of one
+    tenant (quota's `problems` reports them all); shared by quota and the preemption rules."""
+    tol = EPS * np.maximum(1.0, p.nominal[tenant])
+    cohort = int(p.tenant_cohort[tenant])
+    if tenant >= len(p.cluster.tenants):
+        return np.zeros(len(p.flavors), dtype=bool)
+    if cohort < 0:
+        solo: BArray = used[tenant] > p.nominal[tenant] + tol
+        return solo
+    borrowed = np.maximum(0.0, used - p.nominal)
+    members = p.tenant_cohort == cohort
+    lent = np.minimum(p.lend_limit, np.maximum(0.0, p.nominal - used))[members].sum(axis=0)
+    out: BArray = ((borrowed[tenant] > p.borrow_limit[tenant] + tol)
+                   | (borrowed[members].sum(axis=0) > lent + EPS * np.maximum(1.0, lent)))
+    return out
+
+
 def crossed_domains(p: Problem, nodes: IArray) -> IArray:
     """Global ids of the domains whose uplink a job on `nodes` crosses (levels below the top)."""
     if len(nodes) < 2 or p.n_levels < 2:

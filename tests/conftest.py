@@ -1,4 +1,8 @@
-"""Shared fixtures: the interchange examples (a copy of shared/examples, the format's contract)."""
+"""Shared fixtures: the interchange examples (a copy of shared/examples, the format's contract).
+
+One change from shared/examples: tenant research has `borrow_within_cohort: lower_priority`, without
+which its 16-GPU llm-pretrain (nominal 8) may not evict eval-sweep (rule 5, Kueue's
+`fitsResourceQuota`; docs/format.md)."""
 
 from __future__ import annotations
 

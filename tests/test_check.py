@@ -86,6 +86,20 @@ def test_eviction_policy_never(example_docs: Docs) -> None:
     assert rules(c, q, p) == {"preemption"}
 
 
+def test_eviction_above_nominal_without_borrow_within_cohort(example_docs: Docs) -> None:
+    """Rule 5 (Kueue's fitsResourceQuota): llm-pretrain requests 16 H100s, research's nominal is 8,
+    and 4 running + 16 > 8 + 8 borrowable: its quota needs preemption. Without
+    borrow_within_cohort (as in shared/examples) research's job may not preempt for it."""
+    c, q, p = example_docs
+    del c["tenants"][0]["preemption"]["borrow_within_cohort"]
+    violations = check(Cluster.model_validate(c), Queue.model_validate(q), Plan.model_validate(p))
+    assert [(v.rule, v.job) for v in violations] == [("preemption", "eval-sweep")]
+    assert "requests 16 H100-SXM, above its tenant's nominal quota 8" in violations[0].message
+    c["tenants"][0]["quotas"]["H100-SXM"]["nominal"] = 16  # within nominal: legal again
+    c["tenants"][0]["quotas"]["H100-SXM"]["lending_limit"] = 4
+    assert rules(c, q, p) == set()
+
+
 def test_eviction_accounting(example_docs: Docs) -> None:
     c, q, p = example_docs
     p["evictions"][0]["lost_gpu_hours"] = 0.5

@@ -1,18 +1,23 @@
-"""Kueue's own preemption table tests, ported: the `kueue` baseline must choose Kueue's targets.
+"""Kueue's own table tests, ported: the `kueue` baseline must decide as Kueue does.
 
-Source: kubernetes-sigs/kueue, pkg/scheduler/preemption/preemption_test.go, `TestPreemption` (its
-`defaultClusterQueues` and the cases named below; read at commit ff69552e79). Each case states
-the ClusterQueues it uses, the admitted workloads (ClusterQueue, priority, CPUs; all reserved
-at the same time unless a case says otherwise) and the incoming workload, and asserts Kueue's
-preempted set and reasons: `InClusterQueue` is optsched's `preempted`, `InCohortReclamation` and
-`InCohortReclaimWhileBorrowing` are `reclaimed`. An empty set means the incoming workload is not
-admitted (Kueue's case gives it no targets).
+Sources (kubernetes-sigs/kueue, read at commit ff69552e79):
+- pkg/scheduler/preemption/preemption_test.go, `TestPreemption` (its `defaultClusterQueues` and
+  the cases named below): each case states the ClusterQueues it uses, the admitted workloads
+  (ClusterQueue, priority, CPUs[, memory]; all reserved at the same time unless a case says
+  otherwise) and the incoming workload, and asserts Kueue's preempted set and reasons:
+  `InClusterQueue` is optsched's `preempted`, `InCohortReclamation` and
+  `InCohortReclaimWhileBorrowing` are `reclaimed`. An empty set means the incoming workload is not
+  admitted (Kueue's case gives it no targets).
+- pkg/scheduler/scheduler_test.go, `TestSchedule`: whole scheduling cycles with several pending
+  workloads (`CYCLE_CASES`).
+- preemption_test.go, `TestCandidatesOrdering` (`ORDERING_CASES`).
 
 How the port maps Kueue's setting onto a round: ClusterQueues are tenants with `cpu` quotas in
-millicores, the nodes are large enough that only quota binds (Kueue's cases have no nodes), and
-the incoming workload is the round's one queued job. Only the cases on one resource (`cpu` of
-the `default` flavor) are ported here; the ones on memory flavors `alpha` / `beta` wait for
-ResourceFlavors as node sets (issue 22 item 7). Each case also runs `cpsat`, which must return a
+millicores (and `memory` in MiB where the case requests it), the nodes are large enough that only
+quota binds (Kueue's cases have no nodes), and the incoming workload is the round's one queued
+job. Only the cases on the `default` flavor are ported here; the ones on flavors `alpha` / `beta`
+wait for ResourceFlavors as node sets (issue 22 item 7), the hierarchical ones ("long range
+preemption") for hierarchical cohorts (item 8). Each case also runs `cpsat`, which must return a
 valid plan admitting at least Kueue's value with no more lost work.
 """
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from optsched.check import check_problem
@@ -35,9 +41,11 @@ LOWER, ANY, NEVER, NEWER = "lower_priority", "any", "never", "lower_or_newer_equ
 
 
 def cq(cohort: str | None, nominal: float, borrowing: float | None = None, lending: float | None = None,
-       within: str = NEVER, reclaim: str = NEVER, bwc_threshold: int | None = None) -> dict[str, Any]:
-    """A ClusterQueue of `defaultClusterQueues` as a tenant (`bwc_threshold`: borrowWithinCohort
-    LowerPriority with that MaxPriorityThreshold)."""
+       within: str = NEVER, reclaim: str = NEVER, bwc_threshold: int | None = None, bwc: bool = False,
+       memory: tuple[float, float | None] | None = None) -> dict[str, Any]:
+    """A ClusterQueue as a tenant (`bwc_threshold`: borrowWithinCohort LowerPriority with that
+    MaxPriorityThreshold; `bwc`: without one; `memory`: the `default` flavor's memory quota,
+    nominal and borrowing limit in MiB)."""
     quota: dict[str, Any] = {"nominal": nominal * CPU}
     if borrowing is not None:
         quota["borrowing_limit"] = borrowing * CPU
@@ -46,16 +54,25 @@ def cq(cohort: str | None, nominal: float, borrowing: float | None = None, lendi
     preemption: dict[str, Any] = {"within_tenant": within, "reclaim_within_cohort": reclaim}
     if bwc_threshold is not None:
         preemption["borrow_within_cohort"] = {"policy": "lower_priority", "max_priority_threshold": bwc_threshold}
-    return {"cohort": cohort, "quotas": {"cpu": quota}, "preemption": preemption}
+    elif bwc:
+        preemption["borrow_within_cohort"] = {"policy": "lower_priority"}
+    quotas: dict[str, Any] = {"cpu": quota}
+    if memory is not None:
+        quotas["memory"] = {"nominal": memory[0]} | ({} if memory[1] is None else {"borrowing_limit": memory[1]})
+    return {"cohort": cohort, "quotas": quotas, "preemption": preemption}
+
+
+GI = 1024
+"""MiB per GiB (Kueue's cases write memory as "3Gi")."""
 
 
 DEFAULT_CLUSTER_QUEUES = {
     "standalone": cq(None, 6, within=LOWER),
-    "c1": cq("cohort", 6, 6, within=LOWER, reclaim=LOWER),
-    "c2": cq("cohort", 6, 6, within=NEVER, reclaim=ANY),
-    "d1": cq("cohort-no-limits", 6, within=LOWER, reclaim=LOWER),
-    "d2": cq("cohort-no-limits", 6, within=NEVER, reclaim=ANY),
-    "l1": cq("legion", 6, 12, within=LOWER, reclaim=LOWER),
+    "c1": cq("cohort", 6, 6, within=LOWER, reclaim=LOWER, memory=(3 * GI, 3 * GI)),
+    "c2": cq("cohort", 6, 6, within=NEVER, reclaim=ANY, memory=(3 * GI, 3 * GI)),
+    "d1": cq("cohort-no-limits", 6, within=LOWER, reclaim=LOWER, memory=(3 * GI, None)),
+    "d2": cq("cohort-no-limits", 6, within=NEVER, reclaim=ANY, memory=(3 * GI, None)),
+    "l1": cq("legion", 6, 12, within=LOWER, reclaim=LOWER, memory=(3 * GI, 6 * GI)),
     "preventStarvation": cq(None, 6, within=NEWER),
     "a_standard": cq("with_shared_cq", 1, 12, within=NEVER, reclaim=LOWER, bwc_threshold=0),
     "b_standard": cq("with_shared_cq", 1, 12, within=LOWER, reclaim=ANY, bwc_threshold=0),
@@ -64,22 +81,29 @@ DEFAULT_CLUSTER_QUEUES = {
     "shared": cq("with_shared_cq", 10),
     "lend1": cq("cohort-lend", 6, lending=4, within=LOWER, reclaim=LOWER),
     "lend2": cq("cohort-lend", 6, lending=2, within=LOWER, reclaim=LOWER),
-    "a": cq("cohort-three", 2, within=LOWER, reclaim=ANY),
-    "b": cq("cohort-three", 2),
-    "c": cq("cohort-three", 2),
+    "a": cq("cohort-three", 2, within=LOWER, reclaim=ANY, memory=(2, None)),
+    "b": cq("cohort-three", 2, memory=(2, None)),
+    "c": cq("cohort-three", 2, memory=(2, None)),
 }
-"""`defaultClusterQueues` of TestPreemption, cpu only ("6", "6" is nominal 6, borrowingLimit 6;
-"6", "", "4" is nominal 6, lendingLimit 4)."""
+"""`defaultClusterQueues` of TestPreemption, the `default` flavor's cpu and memory ("6", "6" is
+nominal 6, borrowingLimit 6; "6", "", "4" is nominal 6, lendingLimit 4; memory "2" of
+cohort-three is 2 MiB here: only the ratios matter). `standalone`'s memory flavors alpha / beta
+are left out (ResourceFlavors as node sets, issue 22 item 7)."""
 
 
 @dataclass(frozen=True)
 class Case:
-    """One ported case: admitted (name, ClusterQueue, priority, CPUs[, reserved at s, created at s])."""
+    """One ported case: admitted (name, ClusterQueue, priority, CPUs[, reserved at s, created at s
+    [, memory MiB]])."""
 
     admitted: list[tuple[Any, ...]]
     incoming: tuple[Any, ...]
-    """(ClusterQueue, priority, CPUs[, created at s])."""
+    """(ClusterQueue, priority, CPUs[, created at s[, memory MiB]])."""
     preempted: dict[str, str] = field(default_factory=dict)
+    fixed: list[tuple[Any, ...]] = field(default_factory=list)
+    """Non-preemptible admitted workloads (name, ClusterQueue, CPUs) the port adds where Kueue's
+    case hands the preemption code a `Preempt` assignment that a round would not need: they use
+    the cohort's unused quota, so that the incoming workload needs preemption here too."""
 
 
 CASES: dict[str, Case] = {
@@ -155,6 +179,29 @@ CASES: dict[str, Case] = {
         [("a1", "a", -2, 1), ("a2", "a", -2, 1), ("a3", "a", -1, 1), ("b1", "b", 0, 1), ("b2", "b", 0, 1),
          ("b3", "b", 0, 1)],
         ("a", 0, 2), {"a1": "preempted", "a2": "preempted"}),
+    "reclaim quota if workload requests 0 resources for a resource at nominal quota": Case(
+        [("c1-low", "c1", -1, 3, 0.0, 0.0, 3 * GI), ("c2-mid", "c2", 0, 3), ("c2-high", "c2", 1, 6)],
+        ("c1", 1, 3, 0.0, 0), {"c2-mid": "reclaimed"}),
+    "no workloads borrowing": Case(
+        [("c1-high", "c1", 1, 4), ("c2-low-1", "c2", -1, 4)], ("c1", 1, 4), fixed=[("c2-rest", "c2", 2)]),
+    "not enough workloads borrowing": Case(
+        [("c1-high", "c1", 1, 4), ("c2-low-1", "c2", -1, 4), ("c2-low-2", "c2", -1, 4)], ("c1", 1, 4)),
+    "preempting locally and borrowing other resources in cohort, without cohort candidates": Case(
+        [("c1-low", "c1", -1, 4), ("c2-low-1", "c2", -1, 4), ("c2-high-2", "c2", 1, 4)],
+        ("c1", 1, 4, 0.0, 5 * GI), {"c1-low": "preempted"}),
+    "preempting locally and borrowing other resources in cohort, with cohort candidates": Case(
+        [("c1-med", "c1", 0, 4), ("c2-low-1", "c2", -1, 5), ("c2-low-2", "c2", -1, 1), ("c2-low-3", "c2", -1, 1)],
+        ("c1", 1, 2, 0.0, 5 * GI), {"c1-med": "preempted"}),
+    "can't preempt workloads in ClusterQueue for withinClusterQueue=Never": Case(
+        [("c2-low", "c2", -1, 3)], ("c2", 1, 4), fixed=[("c1-rest", "c1", 6)]),
+    "preemptions from cq when target queue is exhausted for two requested resources": Case(
+        [("a1", "a", -2, 1, 0.0, 0.0, 1), ("a2", "a", -2, 1, 0.0, 0.0, 1), ("a3", "a", -1, 1, 0.0, 0.0, 1),
+         ("b1", "b", 0, 1, 0.0, 0.0, 1), ("b2", "b", 0, 1, 0.0, 0.0, 1), ("b3", "b", 0, 1, 0.0, 0.0, 1)],
+        ("a", 0, 2, 0.0, 2), {"a1": "preempted", "a2": "preempted"}),
+    "preemptions from cq when target queue is exhausted for one requested resource, but not the other": Case(
+        [("a1", "a", -2, 1), ("a2", "a", -2, 1), ("a3", "a", -1, 1), ("b1", "b", 0, 1), ("b2", "b", 0, 1),
+         ("b3", "b", 0, 1)],
+        ("a", 0, 2, 0.0, 2), {"a1": "preempted", "a2": "preempted"}),
     "allow preemption from other cluster queues if target cq is not exhausted for the requested resource": Case(
         [("a1", "a", -1, 1), ("b1", "b", 0, 1), ("b2", "b", 0, 1), ("b3", "b", 0, 1), ("b4", "b", 0, 1),
          ("b5", "b", -1, 1)],
@@ -162,27 +209,41 @@ CASES: dict[str, Case] = {
 }
 
 
-def _job(name: str, tenant: str, priority: int, cpus: float, submitted: float = 0.0) -> dict[str, Any]:
-    return {"id": name, "tenant": tenant, "priority": priority, "submitted_at": submitted, "preemptible": True,
-            "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"cpu": cpus * CPU}}]}
+def _job(name: str, tenant: str, priority: int, cpus: float, submitted: float = 0.0,
+         memory: float | None = None, preemptible: bool = True) -> dict[str, Any]:
+    """A one-pod workload (memory in MiB; None: not requested, as Kueue's cases that set none)."""
+    request: dict[str, Any] = {"cpu": cpus * CPU} | ({} if memory is None else {"memory": memory})
+    return {"id": name, "tenant": tenant, "priority": priority, "submitted_at": submitted, "preemptible": preemptible,
+            "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": request}]}
+
+
+def _running(job: dict[str, Any], reserved: float = 0.0) -> dict[str, Any]:
+    return {"job": job, "started_at": reserved, "checkpoint_age_s": 60.0,
+            "placements": [{"group": "w", "replica": 0, "node": "n0"}]}
+
+
+def _cluster(cqs: dict[str, dict[str, Any]], running: list[dict[str, Any]]) -> Cluster:
+    """ClusterQueues as tenants on two nodes large enough that only quota binds."""
+    return Cluster.model_validate({
+        "topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
+        "nodes": [{"id": f"n{i}", "domain": "z0", "capacity": {"cpu": 64 * CPU, "memory": 1 << 20}}
+                  for i in range(2)],
+        "tenants": [{"name": name, **spec} for name, spec in cqs.items()], "running": running})
 
 
 def _round(case: Case) -> tuple[Cluster, Queue]:
-    tenants = [{"name": name, **spec} for name, spec in DEFAULT_CLUSTER_QUEUES.items()]
     running = []
     for entry in case.admitted:
         name, tenant, priority, cpus = entry[:4]
         reserved, created = (entry[4], entry[5]) if len(entry) > 4 else (0.0, 0.0)
-        running.append({"job": _job(name, tenant, priority, cpus, created), "started_at": reserved,
-                        "checkpoint_age_s": 60.0, "placements": [{"group": "w", "replica": 0, "node": "n0"}]})
-    cluster = Cluster.model_validate({
-        "topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
-        "nodes": [{"id": f"n{i}", "domain": "z0", "capacity": {"cpu": 64 * CPU, "memory": 1 << 20}}
-                  for i in range(2)],
-        "tenants": tenants, "running": running})
+        memory = entry[6] if len(entry) > 6 else None
+        running.append(_running(_job(name, tenant, priority, cpus, created, memory), reserved))
+    running += [_running(_job(name, tenant, 0, cpus, preemptible=False)) for name, tenant, cpus in case.fixed]
     tenant, priority, cpus = case.incoming[:3]
     created = case.incoming[3] if len(case.incoming) > 3 else 0.0
-    return cluster, Queue.model_validate({"now": 100.0, "jobs": [_job("in", tenant, priority, cpus, created)]})
+    memory = case.incoming[4] if len(case.incoming) > 4 else None
+    incoming = _job("in", tenant, priority, cpus, created, memory)
+    return _cluster(DEFAULT_CLUSTER_QUEUES, running), Queue.model_validate({"now": 100.0, "jobs": [incoming]})
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -210,3 +271,114 @@ def test_cpsat_on_kueue_preemption_case(name: str) -> None:
     assert c.admitted_value >= k.admitted_value - 1e-9
     if c.admitted_value <= k.admitted_value + 1e-9:
         assert c.disruption <= k.disruption + 1e-9
+
+
+# ---------------------------------------------------------------------------- scheduler_test.go
+@dataclass(frozen=True)
+class CycleCase:
+    """A case of Kueue's TestSchedule (pkg/scheduler/scheduler_test.go): ClusterQueues of one
+    cohort, admitted workloads (name, ClusterQueue, priority, CPUs) and pending ones (same shape,
+    in creation order). A pending workload Kueue leaves waiting for its preemptions (condition
+    `WaitingForPreemptedWorkloads`) is admitted in a round, which evicts and places at once;
+    one left `WaitingForQuota` (or whose preemption Kueue skips) is deferred."""
+
+    cqs: dict[str, dict[str, Any]]
+    admitted: list[tuple[str, str, int, float]]
+    pending: list[tuple[str, str, int, float]]
+    want_admitted: set[str]
+    preempted: dict[str, str] = field(default_factory=dict)
+
+
+CYCLE_CASES: dict[str, CycleCase] = {
+    "A workload is only eligible to do preemptions if it fits fully within nominal quota": CycleCase(
+        {"other-alpha": cq("other", 2, within=LOWER, reclaim=ANY), "other-beta": cq("other", 2)},
+        [("a1", "other-alpha", -1, 1), ("b1", "other-beta", -1, 1)],
+        [("incoming", "other-alpha", 1, 3)], set()),
+    "minimal preemptions when target queue is exhausted": CycleCase(
+        {"other-alpha": cq("other", 2, within=LOWER, reclaim=ANY), "other-beta": cq("other", 2),
+         "other-gamma": cq("other", 2)},
+        [("a1", "other-alpha", -2, 1), ("a2", "other-alpha", -2, 1), ("a3", "other-alpha", -1, 1),
+         ("b1", "other-beta", 0, 1), ("b2", "other-beta", 0, 1), ("b3", "other-beta", 0, 1)],
+        [("incoming", "other-alpha", 0, 2)], {"incoming"}, {"a1": "preempted", "a2": "preempted"}),
+    "multiple preemptions without borrowing": CycleCase(
+        {"other-alpha": cq("other", 2, within=LOWER), "other-beta": cq("other", 2, within=LOWER)},
+        [("a1", "other-alpha", 0, 2), ("b1", "other-beta", 0, 2)],
+        [("alpha-preemptor", "other-alpha", 100, 2), ("beta-preemptor", "other-beta", 100, 2)],
+        {"alpha-preemptor", "beta-preemptor"}, {"a1": "preempted", "b1": "preempted"}),
+    "multiple preemptions preemption possible after earlier workload fits": CycleCase(
+        {"other-alpha": cq("other", 1, within=LOWER), "other-beta": cq("other", 2, within=LOWER)},
+        [("b1", "other-beta", 0, 2)],
+        [("fit", "other-alpha", 100, 1), ("preemptor", "other-beta", 99, 2)],
+        {"fit", "preemptor"}, {"b1": "preempted"}),
+    "multiple preemptions skip preemption when shared limited resource": CycleCase(
+        {"other-alpha": cq("other", 2, within=LOWER, bwc=True), "other-beta": cq("other", 2, within=LOWER, bwc=True),
+         "resource-bank": cq("other", 1)},
+        [("a1", "other-alpha", 0, 2), ("b1", "other-beta", 0, 2)],
+        [("preemptor", "other-alpha", 100, 3), ("pretending-preemptor", "other-beta", 99, 3)],
+        {"preemptor"}, {"a1": "preempted"}),
+}
+
+
+def _cycle(case: CycleCase) -> tuple[Cluster, Queue]:
+    running = [_running(_job(name, t, prio, cpus)) for name, t, prio, cpus in case.admitted]
+    jobs = [_job(name, t, prio, cpus, submitted=float(i)) for i, (name, t, prio, cpus) in enumerate(case.pending)]
+    return _cluster(case.cqs, running), Queue.model_validate({"now": 100.0, "jobs": jobs})
+
+
+@pytest.mark.parametrize("name", list(CYCLE_CASES))
+def test_kueue_scheduling_cycle_case(name: str) -> None:
+    """scheduler_test.go TestSchedule: the `kueue` baseline admits and preempts what Kueue does."""
+    case = CYCLE_CASES[name]
+    cluster, queue = _cycle(case)
+    p = compile_problem(cluster, queue)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert {pl.job for pl in plan.placements} == case.want_admitted
+    assert {ev.job: ev.reason for ev in plan.evictions} == case.preempted
+    assert {d.job for d in plan.deferred} == {name for name, *_ in case.pending} - case.want_admitted
+
+
+@pytest.mark.parametrize("name", list(CYCLE_CASES))
+def test_cpsat_on_kueue_scheduling_cycle_case(name: str) -> None:
+    """The same round with `cpsat`: valid, at least Kueue's admitted value, no more lost work."""
+    cluster, queue = _cycle(CYCLE_CASES[name])
+    p = compile_problem(cluster, queue)
+    kueue, cpsat = solve_kueue(p), solve_cpsat(p, time_limit=5.0)
+    assert check_problem(p, cpsat) == []
+    k, c = evaluate_problem(p, kueue), evaluate_problem(p, cpsat)
+    assert c.admitted_value >= k.admitted_value - 1e-9
+    if c.admitted_value <= k.admitted_value + 1e-9:
+        assert c.disruption <= k.disruption + 1e-9
+
+
+# ---------------------------------------------------------------------------- TestCandidatesOrdering
+ORDERING_CASES: dict[str, tuple[list[tuple[str, str, int, float]], list[str]]] = {
+    "workloads sorted by priority": ([("high", "preemptor", 10, 0.0), ("low", "preemptor", -10, 0.0)],
+                                     ["low", "high"]),
+    "workload from different CQ first": ([("preemptorCq", "preemptor", 10, 0.0), ("other", "other", 10, 0.0)],
+                                         ["other", "preemptorCq"]),
+    "old workloads last": ([("older", "preemptor", 0, 9.0), ("younger", "preemptor", 0, 11.0),
+                            ("current", "preemptor", 0, 10.0)], ["younger", "current", "older"]),
+    "workloads from different CQ are sorted based on priority and timestamp": (
+        [("mid_lq_usage", "preemptor", 10, 0.0), ("high_lq_usage_different_cq", "different_cq", 1, 0.0)],
+        ["high_lq_usage_different_cq", "mid_lq_usage"]),
+}
+"""preemption_test.go TestCandidatesOrdering: candidates (name, ClusterQueue, priority, quota
+reserved at s; Kueue's now - 1 s, now, now + 1 s are 9, 10, 11 here) and Kueue's order for a workload of ClusterQueue `preemptor`. The last case's
+LocalQueue fair-sharing usages do not enter (Kueue compares them only within one ClusterQueue);
+"evicted workload first" has no counterpart (nothing is mid-eviction at a round's start)."""
+
+
+@pytest.mark.parametrize("name", list(ORDERING_CASES))
+def test_kueue_candidates_ordering_case(name: str) -> None:
+    """`preemption.candidate_order`, which the `kueue` baseline sorts its candidates with, orders
+    Kueue's candidates as CandidatesOrdering does."""
+    from optsched.concerns.tenancy.preemption import candidate_order
+
+    candidates, want = ORDERING_CASES[name]
+    cqs = {t: cq("cohort", 1) for t in sorted({t for _, t, _, _ in candidates} | {"preemptor"})}
+    running = [_running(_job(n, t, prio, 0.001), reserved) for n, t, prio, reserved in candidates]
+    p = compile_problem(_cluster(cqs, running), Queue.model_validate({"now": 100.0, "jobs": []}))
+    tenant = p.tenant_names.index("preemptor")
+    order = candidate_order(p, np.arange(len(p.running)), tenant)
+    assert [p.running[k].id for k in order] == want

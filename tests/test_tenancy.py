@@ -546,3 +546,67 @@ def test_kueue_and_cpsat_reclaim_down_to_nominal(solver: str) -> None:
     if solver == "cpsat":
         assert "bug" not in str(plan.solver.reason or "") and plan.solver.model is not None
         assert plan.solver.model.hint_status != "INFEASIBLE"
+
+
+# ---------------------------------------------------------------------------- rule 5: who may preempt
+def _over_nominal(bwc: bool) -> tuple[Cluster, list[dict[str, Any]]]:
+    """team-a-cq (6 CPUs nominal, 6 borrowable, within_tenant LowerPriority) runs a 4-CPU job of
+    priority -1; a 10-CPU job of priority 1 arrives: 4 + 10 = 14 > 12, so it needs a preemption,
+    and its request is above team-a-cq's nominal quota."""
+    policy: dict[str, Any] = {"within_tenant": "lower_priority", "reclaim_within_cohort": "lower_priority"}
+    if bwc:
+        policy["borrow_within_cohort"] = {"policy": "lower_priority"}
+    c = cluster([tenant("a", 6, borrowing_limit=6, **policy), tenant("b", 6)],
+                [running(job("a-low", "a", cpus=4, priority=-1), "n0")])
+    return c, [job("a-big", "a", cpus=10, priority=1)]
+
+
+def _evict_for_big() -> Plan:
+    return Plan.model_validate({
+        "placements": [{"job": "a-big", "group": "w", "replica": 0, "node": "n1"}],
+        "evictions": [{"job": "a-low", "reason": "preempted", "by": "a-big", "lost_gpu_hours": 0.0}]})
+
+
+def test_a_job_above_its_nominal_quota_may_not_preempt() -> None:
+    """Rule 5 (Kueue flavorassigner.go `fitsResourceQuota`: a flavor resource that needs preemption
+    is `noFit` unless the request is at most the nominal quota or `canPreemptWhileBorrowing`):
+    the eviction is refused, naming the flavor and both amounts; with borrow_within_cohort
+    LowerPriority the same plan is legal."""
+    c, jobs = _over_nominal(bwc=False)
+    p = compile_problem(c, Queue.model_validate({"jobs": jobs}))
+    problems = check_problem(p, _evict_for_big())
+    assert [(v.rule, v.job) for v in problems] == [("preemption", "a-low")]
+    assert "requests 10000 cpu, above its tenant's nominal quota 6000" in problems[0].message
+    c, jobs = _over_nominal(bwc=True)
+    assert check_problem(compile_problem(c, Queue.model_validate({"jobs": jobs})), _evict_for_big()) == []
+
+
+def test_solvers_preempt_above_nominal_only_with_borrow_within_cohort(solver: str) -> None:
+    """Without borrow_within_cohort the 10-CPU job is deferred for quota and nothing is evicted;
+    with it, the 4-CPU job is preempted and the 10-CPU one borrows 4 CPUs."""
+    c, jobs = _over_nominal(bwc=False)
+    _, plan = solve(solver, c, jobs)
+    assert plan.evictions == [] and [d.reason for d in plan.deferred] == ["quota"]
+    c, jobs = _over_nominal(bwc=True)
+    _, plan = solve(solver, c, jobs)
+    assert evicted(plan) == {"a-low": ("preempted", "a-big")} and admitted(plan) == {"a": 1}
+
+
+def test_cpsat_keeps_an_elastic_preemptor_within_nominal_where_it_evicts() -> None:
+    """An elastic 1-3 x 4-CPU job of team-a-cq (6 nominal, 6 borrowable from an idle team-b-cq)
+    next to its running 4-CPU job of lower priority: 2 replicas fit without preemption (8 of 12);
+    3 would need the eviction, and with it the job would request 12 CPUs, above nominal (rule 5:
+    the model's P2b). cpsat admits 2 replicas and evicts nothing; evicting for 3 is refused by
+    the validator."""
+    policy: dict[str, Any] = {"within_tenant": "lower_priority"}
+    c = cluster([tenant("a", 6, borrowing_limit=6, **policy), tenant("b", 6)],
+                [running(job("a-low", "a", cpus=4, priority=-1), "n0")])
+    elastic = job("a-el", "a", cpus=4, priority=1)
+    elastic["groups"][0]["replicas"] = {"min": 1, "max": 3}
+    p, plan = solve("cpsat", c, [elastic])
+    assert plan.evictions == [] and len(plan.placements) == 2
+    greedy = Plan.model_validate({
+        "placements": [{"job": "a-el", "group": "w", "replica": i, "node": f"n{i + 1}", "elastic": i > 0}
+                       for i in range(3)],
+        "evictions": [{"job": "a-low", "reason": "preempted", "by": "a-el", "lost_gpu_hours": 0.0}]})
+    assert [v.rule for v in check_problem(p, greedy)] == ["preemption"]

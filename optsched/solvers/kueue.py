@@ -26,7 +26,10 @@ and preemption.md of kubernetes-sigs/kueue):
   candidates only: allow borrowing; `borrow_within_cohort`: allow borrowing; the tenant within
   nominal: no borrowing; else same-tenant candidates with borrowing), as the shortest prefix of
   the sorted candidates after which the job fits, then minimised in reverse order (a target whose
-  usage can be given back while the job still fits is not evicted).
+  usage can be given back while the job still fits is not evicted). A job whose tenant has no
+  `borrow_within_cohort` preempts only within its nominal quota: not at all when a flavor whose
+  quota needs preemption is requested beyond nominal (Kueue's `fitsResourceQuota`: `noFit`; rule
+  5 of the validator).
 - Unlike Kueue alone, a job also preempts to get node capacity (as kube-scheduler's
   DefaultPreemption does for pods, within the same Kueue policies), since a round must place it.
 - Once a tenant has reclaimed quota within its nominal, it is not allowed to borrow that flavor
@@ -47,7 +50,7 @@ import numpy as np
 
 from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import preemption, quota
-from optsched.ledger import EPS, PlacedReplica, flavor_use
+from optsched.ledger import EPS, PlacedReplica, flavor_use, quota_broken
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
@@ -174,10 +177,8 @@ class KueueEngine(GreedyEngine):
                 threshold = math.inf if bwc.max_priority_threshold is None else bwc.max_priority_threshold
                 by_bwc = lower & (rt.priority <= threshold)
             other = ok & ~same_t & (p.tenant_cohort[rt.tenant] == cohort) & takes & (by_reclaim | by_bwc)
-        picked = np.flatnonzero(same | other)
-        # Kueue's order: other tenants' first, lowest priority, most recently started
-        order = np.lexsort((rt.id_rank[picked], -rt.started[picked], rt.priority[picked], same_t[picked]))
-        return [(p.running[k], "preempted" if same_t[k] else "reclaimed") for k in picked[order][:MAX_CANDIDATES]]
+        ordered = preemption.candidate_order(p, np.flatnonzero(same | other), job.tenant)
+        return [(p.running[k], "preempted" if same_t[k] else "reclaimed") for k in ordered[:MAX_CANDIDATES]]
 
     # ------------------------------------------------------------------ preemption
     def _fits_without(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool, keep: bool) -> Attempt | None:
@@ -265,12 +266,19 @@ class KueueEngine(GreedyEngine):
         cands = self._candidates(job, for_nodes=failure != "quota")
         if not cands:
             return None
+        need = self._need(job)
+        if failure == "quota" and not preemption.preempts_while_borrowing(p, job.tenant):  # rule 5
+            over = need > p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant])
+            after = self.ledger.quota_used.copy()
+            after[job.tenant] += need
+            if np.any(over & quota_broken(p, after, job.tenant)):
+                return None  # Kueue: a flavor needing preemption, requested beyond nominal, is `noFit`
         reason_of = {v.id: r for v, r in cands}
         policy = p.cluster.tenants[job.tenant].preemption
         bwc = policy.borrow_within_cohort
         forbidden = bwc is None or bwc.policy == "never"
         advantage = not self._borrows_with(job)  # Kueue: the request fits the ClusterQueue's own quota
-        frs = self._need(job) > 0
+        frs = need > 0
         if all(v.tenant == job.tenant for v, _ in cands) or (forbidden and not self._under_nominal(job.tenant, frs)):
             options = [True]
         elif forbidden and not advantage:

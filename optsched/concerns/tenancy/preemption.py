@@ -20,6 +20,11 @@ eviction with its preemptor `by` (a job this plan admits):
   in the candidates' order), so the last victim may take its tenant back to, or below, nominal.
   The CP-SAT encoding fixes the order to Kueue's candidate order (lowest priority, most recently
   started first: P3), which is one such order;
+- who may preempt (both reasons): in each flavor whose quota needs preemption for the preemptor
+  (its usage on top of the round's starting usage breaks its tenant's quota there), the
+  preemptor's usage is at most its tenant's nominal quota, unless the tenant's
+  ``borrow_within_cohort`` is ``lower_priority`` (`over_nominal_problems`; Kueue's
+  `fitsResourceQuota`);
 - ``migrated``: evicted and placed again in the same plan; the job must be ``migratable``.
 Only ``preemptible`` jobs are preempted or reclaimed. Borrowing before the round is measured on
 the running jobs as they stand. A job's lost work is the GPU-time since its last checkpoint plus
@@ -35,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optsched.concerns.base import Violation
-from optsched.ledger import EPS, Ledger, flavor_use
+from optsched.ledger import EPS, Ledger, flavor_use, quota_broken
 from optsched.model.plan import Eviction, Plan
 from optsched.problem import BArray, Derived, FArray, JobSpec, Problem
 from optsched.view import PlanView
@@ -161,6 +166,7 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
     job = by.job
     tenants = p.cluster.tenants
     policy = tenants[job.tenant].preemption if job.tenant < len(tenants) else None
+    out.extend(over_nominal_problems(p, by))
     if reason == "preempted":
         if job.tenant != victim.tenant:
             out.append("preempted by another tenant's job (only `reclaimed` crosses tenants)")
@@ -201,6 +207,43 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
                    + (" (in any order of its tenant's reclaimed jobs)" if others_reclaimed is not None
                       and others_reclaimed.any() else ""))
     return out
+
+
+def preempts_while_borrowing(p: Problem, tenant: int) -> bool:
+    """Whether the tenant's jobs may preempt with a request above its nominal quota: its
+    `borrow_within_cohort` policy is `lower_priority` (Kueue's `canPreemptWhileBorrowing`)."""
+    if tenant >= len(p.cluster.tenants):
+        return False
+    bwc = p.cluster.tenants[tenant].preemption.borrow_within_cohort
+    return bwc is not None and bwc.policy != "never"
+
+
+def over_nominal_problems(p: Problem, by: Preemptor) -> list[str]:
+    """Rule 5, who may preempt: a job evicts others only if, in every flavor whose quota needs
+    preemption for it, its request is within its tenant's nominal quota, unless its tenant's
+    `borrow_within_cohort` lets it preempt while borrowing. Kueue (pkg/scheduler/flavorassigner/
+    flavorassigner.go, `fitsResourceQuota`): a flavor resource that needs preemption is `noFit`
+    unless ``nominal >= request`` or `canPreemptWhileBorrowing`, and one `noFit` flavor leaves
+    the workload unadmitted. A flavor needs preemption when the preemptor's request on top of the
+    round's starting usage (every running job, `running_usage_before`) breaks its tenant's quota
+    there (`ledger.quota_broken`): Kueue's test at the start of a cycle. It does not depend on
+    the rest of the plan, so admitting more jobs never makes an eviction illegal; evictions for
+    node capacity alone pass. The request is the preemptor's whole usage of the flavor (every
+    group), as Kueue sums its podsets. A tenant without a definition has no quota. One message
+    per flavor."""
+    t = by.job.tenant
+    if t >= len(p.cluster.tenants) or not len(p.flavors) or preempts_while_borrowing(p, t):
+        return []
+    nominal = p.nominal[t]
+    over = by.uses > nominal + EPS * np.maximum(1.0, nominal)
+    if not over.any():
+        return []
+    after = running_usage_before(p).copy()
+    after[t] += by.uses
+    needed = over & quota_broken(p, after, t)
+    return [f"its preemptor {by.job.id} requests {by.uses[f]:g} {p.flavors[f]}, above its tenant's nominal quota "
+            f"{nominal[f]:g}, in a flavor whose quota needs preemption, and its tenant's borrow_within_cohort "
+            "policy is never (Kueue's fitsResourceQuota: no fit)" for f in np.flatnonzero(needed)]
 
 
 def preemptor(view: PlanView, job_id: str | None) -> Preemptor | None:
@@ -361,6 +404,15 @@ class _JobTable:
     """Per tenant: 0 never, 1 lower_priority, 2 any."""
     bwc: np.ndarray
     """Per tenant: borrow_within_cohort lower_priority's threshold (inf: none; -inf: off)."""
+    min_use: np.ndarray
+    """(jobs, flavors): quota usage of every admission of the job (its minimum replicas; a GPU
+    group's device-model flavor only where the group allows that model alone)."""
+    max_use: np.ndarray
+    """(jobs, flavors): the most quota usage an admission of the job may have (maximum replicas)."""
+    capped: np.ndarray
+    """Per tenant: rule 5 binds its jobs (a defined tenant whose borrow_within_cohort is off)."""
+    barred: np.ndarray
+    """Per job: even its least usage breaks rule 5 (`_over_nominal_flavors`): it may not preempt."""
 
 
 def _job_table(p: Problem) -> _JobTable:
@@ -378,10 +430,34 @@ def _build_job_table(p: Problem) -> _JobTable:
             thr = pol.borrow_within_cohort.max_priority_threshold
             bwc[i] = np.inf if thr is None else float(thr)
     may_use = np.array([possible_flavors(p, j) for j in p.jobs], dtype=bool).reshape(len(p.jobs), len(p.flavors))
+    uses = [_use_range(p, j) for j in p.jobs]
+    n_f = len(p.flavors)
+    capped = np.array([t < len(p.cluster.tenants) and not preempts_while_borrowing(p, t) for t in range(n_t)],
+                      dtype=bool)
+    barred = np.array([bool(capped[j.tenant]) and bool(_over_nominal_flavors(p, j, lo).any())
+                       for j, (lo, _) in zip(p.jobs, uses, strict=True)], dtype=bool)
     table = _JobTable(np.array([j.tenant for j in p.jobs], dtype=np.int64),
                       np.array([j.priority for j in p.jobs], dtype=np.int64),
-                      np.array([j.submitted_at for j in p.jobs], dtype=float), may_use, within, reclaim, bwc)
+                      np.array([j.submitted_at for j in p.jobs], dtype=float), may_use, within, reclaim, bwc,
+                      np.array([lo for lo, _ in uses], dtype=float).reshape(len(p.jobs), n_f),
+                      np.array([hi for _, hi in uses], dtype=float).reshape(len(p.jobs), n_f), capped, barred)
     return table
+
+
+def _use_range(p: Problem, job: JobSpec) -> tuple[FArray, FArray]:
+    """(least, most) quota usage per flavor of an admission of `job` (`_JobTable.min_use`, `max_use`)."""
+    lo, hi = np.zeros(len(p.flavors)), np.zeros(len(p.flavors))
+    res = p.flavor_resource >= 0
+    for g in job.groups:
+        lo[res] += g.req[p.flavor_resource[res]] * g.rmin
+        hi[res] += g.req[p.flavor_resource[res]] * g.rmax
+        if g.gpu > 0:
+            models = np.flatnonzero(g.model_speed > 0)
+            on = np.isin(p.flavor_is_model, models)
+            hi[on] += g.gpu * g.rmax
+            if len(models) == 1:
+                lo[on] += g.gpu * g.rmin
+    return lo, hi
 
 
 JOB_TABLE: Derived[_JobTable] = Derived("preemption.job_table", _build_job_table)
@@ -417,8 +493,51 @@ def preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None = None) -
             & tb.may_use[:, flavor]
         borrowing = other & lower & (victim.priority <= tb.bwc[tb.tenant])
         nominal = other & ~borrowing & ((tb.reclaim[tb.tenant] == 2) | lower)
+    if len(p.flavors) and tb.capped.any():  # rule 5: jobs no admission of which may preempt
+        barred = tb.barred & member
+        same, borrowing, nominal = same & ~barred, borrowing & ~barred, nominal & ~barred
     pick = [p.jobs[i] for i in np.flatnonzero(same)], [p.jobs[i] for i in np.flatnonzero(borrowing)]
     return Preemptors(pick[0], pick[1], [p.jobs[i] for i in np.flatnonzero(nominal)], flavor)
+
+
+def _may_evict(r: RoundModel, job: JobSpec, cache: dict[int, Any]) -> Any:
+    """A literal that may be true only when `job` is admitted and rule 5 lets it evict (P2b): in
+    every flavor where its largest usage (`_JobTable.max_use`) on top of the round's starting usage
+    breaks its tenant's quota and exceeds nominal, its usage stays within nominal. The admission
+    literal itself where no admission of the job can break the rule (quota breaking is monotone in
+    usage, so the largest usage is the test)."""
+    p, m = r.p, r.model
+    tb = _job_table(p)
+    risky = _over_nominal_flavors(p, job, tb.max_use[job.index])
+    if not risky.any():
+        return r.a[job.index]
+    lit = cache.get(job.index)
+    if lit is None:
+        lit = cache[job.index] = m.new_bool_var(f"may_evict[{job.index}]")
+        m.add(lit <= r.a[job.index])
+        keys = r.job_keys(job.index)
+        nominal = p.nominal[job.tenant]
+        for f in np.flatnonzero(risky).tolist():
+            coefs = [round(flavor_use(p, job.groups[k[1]], k[2])[f] * 1000) for k in keys]
+            usage = r.wsum((r.y[k] for k, c in zip(keys, coefs, strict=True) if c), (c for c in coefs if c))
+            m.add(usage <= math.floor(nominal[f] * 1000 + 1e-6)).only_enforce_if(lit)
+    return lit
+
+
+def _over_nominal_flavors(p: Problem, job: JobSpec, uses: FArray) -> BArray:
+    """Flavors in which usage `uses` of `job` would break rule 5 (`over_nominal_problems`)."""
+    t = job.tenant
+    none = np.zeros(len(p.flavors), dtype=bool)
+    if t >= len(p.cluster.tenants) or not len(p.flavors) or preempts_while_borrowing(p, t):
+        return none
+    nominal = p.nominal[t]
+    over = uses > nominal + EPS * np.maximum(1.0, nominal)
+    if not over.any():
+        return none
+    after = running_usage_before(p).copy()
+    after[t] += uses
+    out: BArray = over & quota_broken(p, after, t)
+    return out
 
 
 def _uses(r: RoundModel, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]) -> Any:
@@ -456,6 +575,7 @@ def cpsat(r: RoundModel) -> None:
     total_lost = 0
     within: dict[int, Any] = {}
     used_as: dict[tuple[int, int], Any] = {}  # (job, flavor) -> "the job is admitted and uses the flavor"
+    capped: dict[int, Any] = {}  # job -> "admitted, and rule 5 lets it preempt" (P2b)
     reclaimed: dict[int, list[tuple[JobSpec, Any, int]]] = {}  # per victim tenant: (job, rec, flavor)
     r.device_plan.setdefault("evict", {})
     for victim in r.evictable:
@@ -465,16 +585,19 @@ def cpsat(r: RoundModel) -> None:
         pre = m.new_bool_var(f"pre[{k}]")
         rec = m.new_bool_var(f"rec[{k}]")
         m.add(keep + pre + rec == 1)  # P1
-        m.add(pre <= r.sum(r.a[j.index] for j in who.same))  # P2
+        m.add(pre <= r.sum(_may_evict(r, j, capped) for j in who.same))  # P2, P2b
         for j in who.nominal:
             if j.index not in within:
                 within[j.index] = m.new_bool_var(f"within[{j.index}]")
                 m.add(within[j.index] <= r.a[j.index])
-        via = [_uses(r, j, who.flavor, used_as) for j in who.borrowing]
+        via = [_uses(r, j, who.flavor, used_as) for j in who.borrowing]  # borrow_within_cohort: rule 5 is off
         for j in who.nominal:  # within nominal and on the reclaimed flavor
             both = m.new_bool_var(f"via[{j.index},{k}]")
             m.add(both <= within[j.index])
             m.add(both <= _uses(r, j, who.flavor, used_as))
+            may = _may_evict(r, j, capped)
+            if may is not r.a[j.index]:
+                m.add(both <= may)
             via.append(both)
         m.add(rec <= r.sum(via))
         if who.flavor >= 0:
@@ -566,6 +689,19 @@ def kueue_order(p: Problem, victims: list[JobSpec], rt: RunningTable | None = No
     the most recently started, then by id (pkg/scheduler/preemption/common/ordering.go)."""
     rt = running_table(p) if rt is None else rt
     return sorted(victims, key=lambda v: (v.priority, -float(rt.started[v.index]), int(rt.id_rank[v.index])))
+
+
+def candidate_order(p: Problem, running: np.ndarray, tenant: int) -> np.ndarray:
+    """Positions in `p.running` (`running`) sorted as Kueue's `CandidatesOrdering` sorts the
+    preemption candidates of a workload of `tenant` (pkg/scheduler/preemption/common/ordering.go):
+    other ClusterQueues' first, then lowest priority, then the most recently started (quota
+    reserved last), then by id for a deterministic order. Kueue's first key, workloads already
+    being evicted, has no counterpart: nothing is mid-eviction at a round's start."""
+    rt = running_table(p)
+    own = rt.tenant[running] == tenant
+    order = np.lexsort((rt.id_rank[running], -rt.started[running], rt.priority[running], own))
+    out: np.ndarray = running[order]
+    return out
 
 
 def evictable_jobs(p: Problem, limit: int) -> list[JobSpec]:

@@ -54,7 +54,7 @@ SOLVERS = {
 
 
 def row(p: Problem, name: str, plan: Plan, wall: float, seed: int, kueue: tuple[float, float] | None) -> list[object]:
-    """One table row; `kueue` = (admitted value, lost GPU-h) of the Kueue plan, for the ratios."""
+    """One table row; `kueue` = (admitted value, lost work) of the Kueue plan, for the ratios."""
     if check_problem(p, plan):
         raise SystemExit(f"{name} produced an invalid plan (seed {seed})")
     m = evaluate_problem(p, plan)
@@ -62,9 +62,10 @@ def row(p: Problem, name: str, plan: Plan, wall: float, seed: int, kueue: tuple[
     deferred = {r: sum(1 for d in plan.deferred if d.reason == r) for r in ("quota", "priority", "capacity")}
     value_ratio = "" if kueue is None else f"{m.admitted_value / kueue[0]:.4f}"
     lost_ratio = "" if kueue is None or not kueue[1] else f"{m.disruption / kueue[1]:.3f}"
+    gpu_hours = sum(e.lost_gpu_hours for e in plan.evictions)
     return [seed, name, f"{wall:.2f}", f"{m.admitted_value:,.1f}", value_ratio, int(m.details["admitted_jobs"]),
-            f"{reasons['preempted']} / {reasons['reclaimed']}", f"{m.disruption:,.1f}", lost_ratio,
-            f"{m.fairness:.3f}", f"{deferred['quota']} / {deferred['priority']} / {deferred['capacity']}"]
+            f"{reasons['preempted']} / {reasons['reclaimed']}", f"{gpu_hours:,.1f}", f"{m.disruption:,.1f}",
+            lost_ratio, f"{m.fairness:.3f}", f"{deferred['quota']} / {deferred['priority']} / {deferred['capacity']}"]
 
 
 def previous_kueue(path: Path) -> tuple[str, dict[int, tuple[str, str, str]]]:
@@ -109,11 +110,13 @@ def main() -> None:
     write("tenancy", f"# Tenancy on a contended round\n\n{dt.date.today()}, {machine()}. mixed-cloud-10k: tenants "
           f"{', '.join(t.name for t in cluster.tenants)} in one cohort; {running} running jobs ({preemptible} "
           "preemptible); 1,000 queued `mixed` jobs at 2x the free GPUs. Evictions = preempted / reclaimed; lost "
-          "GPU-h = the `disruption` term; fairness = sum |dominant share - weighted fair share| (0 is best); "
+          "GPU-h = the evictions' `lost_gpu_hours`; lost work = the `disruption` term (GPU-equivalent hours: every "
+          "resource priced by its dominant share, docs/metrics.md; before 2026-12-03 it was the GPU-hours); "
+          "fairness = sum |dominant share - weighted fair share| (0 is best); "
           "deferred = for quota / for priority (equal or higher-priority work its policies protect) / "
           "for capacity. Every plan passed the validator.\n\n"
           + table(["seed", "solver", "wall s", "admitted value", "x kueue", "jobs", "evictions", "lost GPU-h",
-                   "x kueue", "fairness", "deferred"], rows) + "\n" + previous)
+                   "lost work", "x kueue", "fairness", "deferred"], rows) + "\n" + previous)
 
 
 if __name__ == "__main__":

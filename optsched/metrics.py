@@ -2,7 +2,7 @@
 
 Units (see docs/metrics.md):
 - admitted_value: priority-weighted GPU-equivalents x device speed (higher is better)
-- disruption: GPU-hours lost by evictions
+- disruption: work lost by evictions, in GPU-equivalent hours (every resource priced by its dominant share)
 - topology: domains spanned beyond the fewest possible, summed over jobs and levels
 - cost: $/h of non-reserved nodes hosting work plus provisioned nodes, plus the expected spot interruption loss
 - locality: seconds of image pulls and dataset reads

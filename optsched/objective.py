@@ -1,7 +1,8 @@
 """How plans are compared: a weighted sum or a lexicographic order of the objective terms.
 
 `admitted_value` is maximised; every other term is minimised. The default is lexicographic:
-admitted value first, then disruption (lost GPU-hours: evict only what buys value), then topology,
+admitted value first, then disruption (lost work in GPU-equivalent hours: evict only what buys
+value), then topology,
 then fragmentation (DESIGN.md, the CP-SAT and tenancy issues), each
 compared within a relative tolerance.
 """
@@ -20,6 +21,10 @@ DEFAULT_ORDER = ("admitted_value", "disruption", "topology", "fragmentation")
 ObjectiveSpec = Mapping[str, Any] | Sequence[str] | None
 EXACT = 1e-6
 """Relative tolerance under which two values of a term count as equal."""
+TIE_BREAKS = ("victim_priority", "evictions")
+"""Model-only terms after every term of a lexicographic order, in this order: at equal terms,
+evict lower-priority jobs (the sum of their priority ranks), then as few jobs as possible
+(`preemption.cpsat`). Plans do not report them."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from optsched.check import check_problem
+from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Plan, Queue
 from optsched.problem import Problem, compile_problem
 from optsched.solvers.cpsat import solve_cpsat
@@ -610,3 +611,39 @@ def test_cpsat_keeps_an_elastic_preemptor_within_nominal_where_it_evicts() -> No
                        for i in range(3)],
         "evictions": [{"job": "a-low", "reason": "preempted", "by": "a-el", "lost_gpu_hours": 0.0}]})
     assert [v.rule for v in check_problem(p, greedy)] == ["preemption"]
+
+
+# ---------------------------------------------------------------------------- rule 9: disruption over every resource
+def _equal_cost_victims() -> tuple[Cluster, list[dict[str, Any]]]:
+    """team-a-cq (8 CPUs) runs a-low (priority 1, 4 CPUs); team-b-cq (8) runs a non-preemptible
+    8-CPU base and b-borrow (priority 3, 4 CPUs), borrowing 4 of team-a-cq's. A priority-5 4-CPU job
+    of team-a-cq needs one of the two 4-CPU jobs gone; both lose the same work."""
+    run = [running(job("a-low", "a", cpus=4, priority=1), "n0"),
+           running(job("b-base", "b", cpus=8, preemptible=False), "n1"),
+           running(job("b-borrow", "b", cpus=4, priority=3), "n1")]
+    c = cluster([tenant("a", 8, within_tenant="lower_priority", reclaim_within_cohort="lower_priority"),
+                 tenant("b", 8)], run)
+    return c, [job("a-new", "a", cpus=4, priority=5)]
+
+
+def test_cpu_only_evictions_lose_work() -> None:
+    """Rule 9: lost work is priced over every resource. On a CPU-only cluster one GPU-equivalent
+    is an average node (16 CPUs here), so a 4-CPU job checkpointed 600 s ago loses
+    600 / 3600 x 4 / 16 GPU-equivalent hours (it used to count 0: it holds no GPU)."""
+    c, jobs = _equal_cost_victims()
+    p, plan = solve("kueue", c, jobs)
+    assert len(plan.evictions) == 1 and plan.evictions[0].lost_gpu_hours == 0.0
+    assert evaluate_problem(p, plan).disruption == pytest.approx(600 / 3600 * 4 / 16)
+
+
+def test_cpsat_evicts_the_lower_priority_of_equal_cost_victims() -> None:
+    """Rule 9: at equal lost work the lower-priority victim goes (the `victim_priority` tie-break).
+    Kueue reclaims b-borrow (other ClusterQueues' candidates come first); cpsat, at the same value
+    and the same lost work, preempts a-low, of lower priority."""
+    c, jobs = _equal_cost_victims()
+    p, kueue = solve("kueue", c, jobs)
+    _, cpsat = solve("cpsat", c, jobs)
+    assert evicted(kueue) == {"b-borrow": ("reclaimed", "a-new")}
+    assert evicted(cpsat) == {"a-low": ("preempted", "a-new")}
+    k, s = evaluate_problem(p, kueue), evaluate_problem(p, cpsat)
+    assert (s.admitted_value, s.disruption) == pytest.approx((k.admitted_value, k.disruption))

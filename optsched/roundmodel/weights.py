@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optsched.objective import Objective
+from optsched.objective import TIE_BREAKS, Objective
 from optsched.roundmodel.variables import RoundModel
 
 
@@ -23,8 +23,7 @@ def objective_weights(r: RoundModel, goal: Objective) -> tuple[dict[str, int], l
             w = goal.weights[name] / r.terms[name].scale
             weights[name] = round(w * 1e6)
         return weights, unmodelled
-    if "evictions" in r.terms:  # the last tie-break: as few evictions as possible (Kueue's aim)
-        modelled.append("evictions")
+    modelled += [t for t in TIE_BREAKS if t in r.terms]  # lower-priority victims, then fewest evictions
     while True:
         weights, w = {}, 1
         for name in reversed(modelled):

@@ -85,10 +85,11 @@ class Start:
     def settle(self, plan: Plan, terms: dict[str, float], *, optimal: bool, proven: bool, model_bound: float | None,
                model: ModelStats, label: str, **fields: Any) -> Plan:
         """A model back end's checked plan (with its metrics `terms`) against the start plan: the
-        start plan when it is better (status `fallback`) or ties without the model evicting fewer
-        jobs (on a multi-tenant round the Kueue plan, whose order among equals is the documented
-        one), else the model's plan; `optimal`: the back end's status; `proven`: its optimum is
-        proven for the round, so the rounding slack in `model_bound` is no gap."""
+        start plan when it is better (status `fallback`) or ties without the model winning the
+        tie-breaks (`preemption.tie_break`: lower-priority victims, then fewer; on a multi-tenant
+        round the Kueue plan, whose order among equals is the documented one), else the model's
+        plan; `optimal`: the back end's status; `proven`: its optimum is proven for the round, so
+        the rounding slack in `model_bound` is no gap."""
         if self.goal.better(self.fallback_terms, terms):
             return self.finish(self.fallback, "fallback", reason=f"{label} plan not better than the hint",
                                model_bound=model_bound, model=model.model_copy(update={"plan_terms": terms}),
@@ -96,7 +97,8 @@ class Start:
         status = "optimal" if optimal else "feasible"
         if proven and model_bound is not None:
             model_bound = terms["admitted_value"]
-        if not self.goal.better(terms, self.fallback_terms) and len(plan.evictions) >= len(self.fallback.evictions):
+        if not self.goal.better(terms, self.fallback_terms) \
+                and preemption.tie_break(self.p, plan) >= preemption.tie_break(self.p, self.fallback):
             return self.finish(self.fallback, status, model_bound=model_bound,
                                model=model.model_copy(update={"tie": "hint kept", "plan_terms": terms}), **fields)
         return self.finish(plan.model_copy(update={"objective": terms}), status, model_bound=model_bound, model=model,

@@ -8,7 +8,7 @@ the CP-SAT encoding of its part:
 - `quota`: nominal, borrowing and lending (hard rule 5, Q1-Q3), the weighted DRF `fairness` term
   (F1-F3), and why quota defers a job;
 - `preemption`: which running jobs may be preempted or reclaimed and by whom (hard rules 6 and 9,
-  P1-P5), and the `disruption` term (lost GPU-hours).
+  P1-P5), and the `disruption` term (lost work, GPU-equivalent hours).
 
 The `kueue` greedy baseline (`optsched.solvers.kueue`) is Kueue's admission and preemption on top
 of these rules. No other module knows about cohorts.

@@ -50,8 +50,45 @@ if TYPE_CHECKING:
 
 
 def lost_gpu_hours(p: Problem, job: JobSpec) -> float:
-    """GPU-hours of work an eviction of running `job` loses."""
+    """GPU-hours of work an eviction of running `job` loses (what an `Eviction` reports)."""
     return (job.checkpoint_age_s + job.restart_s) * p.gpus_of(job.placements) / 3600.0
+
+
+def lost_work(p: Problem, job: JobSpec) -> float:
+    """Work an eviction of running `job` loses, priced over every resource it holds, in
+    GPU-equivalent hours (the `disruption` term): ``(checkpoint_age_s + restart_s) / 3600`` x the
+    sum over its replicas of the replica's dominant share of the cluster in GPUs,
+    ``max(GPUs, cpu / cpu_per_gpu, memory / memory_per_gpu)`` (`per_gpu`). A replica shaped
+    like its node's share of a GPU counts its GPUs (so GPU work costs its GPU-hours, as before),
+    CPU-only work costs what it blocks, and no resource is counted twice."""
+    cpu_per_gpu, memory_per_gpu = per_gpu(p)
+    held = 0.0
+    for pl in job.placements:
+        g = job.groups[pl.group]
+        held += max(len(pl.devices) * pl.share, float(g.req[0]) / cpu_per_gpu, float(g.req[1]) / memory_per_gpu)
+    return (job.checkpoint_age_s + job.restart_s) * held / 3600.0
+
+
+def per_gpu(p: Problem) -> tuple[float, float]:
+    """(millicores, MiB) that one GPU-equivalent stands for: the cpu and memory of the cluster's
+    real accelerator nodes over their devices (on mixed-cloud-10k, an H100 node's 8 GPUs come with
+    its cpu and memory). A cluster without accelerators: one average node is one equivalent."""
+    return p.derived(PER_GPU)
+
+
+def _per_gpu(p: Problem) -> tuple[float, float]:
+    real = ~p.node_provisioned
+    accel = real & (p.node_dev_count > 0)
+    nodes = accel if accel.any() else real
+    units = float(p.node_dev_count[nodes].sum()) if accel.any() else float(nodes.sum())
+    if units <= 0 or not len(p.resources):
+        return math.inf, math.inf
+    cap = p.cap[nodes].sum(axis=0)
+    cpu, memory = (float(cap[0]) / units, float(cap[1]) / units) if len(cap) > 1 else (float(cap[0]) / units, 0.0)
+    return (cpu if cpu > 0 else math.inf), (memory if memory > 0 else math.inf)
+
+
+PER_GPU: Derived[tuple[float, float]] = Derived("preemption.per_gpu", _per_gpu)
 
 
 def running_usage_before(p: Problem) -> np.ndarray:
@@ -93,7 +130,7 @@ class RunningTable:
     held: np.ndarray
     """(running, flavors): quota usage where the job sits."""
     lost: np.ndarray
-    """GPU-hours an eviction loses (`lost_gpu_hours`)."""
+    """GPU-equivalent hours an eviction loses (`lost_work`: the `disruption` term)."""
     gpus: np.ndarray
     """GPUs the job holds."""
     on_node: Any
@@ -125,7 +162,7 @@ def _running_table(p: Problem) -> RunningTable:
         started=np.array([j.started_at for j in run], dtype=float),
         preemptible=np.array([j.preemptible for j in run], dtype=bool),
         id_rank=id_rank, held=held,
-        lost=np.array([lost_gpu_hours(p, j) for j in run], dtype=float),
+        lost=np.array([lost_work(p, j) for j in run], dtype=float),
         gpus=np.array([p.gpus_of(j.placements) for j in run], dtype=float), on_node=on_node)
     for a in (table.tenant, table.priority, table.submitted, table.started, table.preemptible, id_rank, held,
               table.lost, table.gpus):
@@ -334,14 +371,15 @@ def check(view: PlanView) -> list[Violation]:
 
 
 def term(view: PlanView) -> dict[str, float]:
-    """`disruption`: GPU-hours of work lost by evictions and migrations."""
+    """`disruption`: work lost by evictions and migrations, in GPU-equivalent hours (`lost_work`)."""
     p = view.problem
-    return {"disruption": sum(lost_gpu_hours(p, p.running[p.running_index[j]]) for j in view.evicted)}
+    lost = running_table(p).lost
+    return {"disruption": float(sum(lost[p.running_index[j]] for j in view.evicted))}
 
 
 # ---------------------------------------------------------------------------- CP-SAT
 DISRUPTION_SCALE = 1000
-"""Fixed-point scale of lost GPU-hours in the CP-SAT objective."""
+"""Fixed-point scale of lost work (GPU-equivalent hours) in the CP-SAT objective."""
 
 
 def sure_flavors(p: Problem, job: JobSpec) -> BArray:
@@ -564,11 +602,14 @@ def cpsat(r: RoundModel) -> None:
     Per evictable job k: ``keep[k] + pre[k] + rec[k] = 1`` (P1); ``pre[k]`` needs an admitted
     same-tenant preemptor, ``rec[k]`` an admitted cohort preemptor allowed by
     `borrow_within_cohort`, or one allowed by `reclaim_within_cohort` whose ``within[j]`` holds:
-    its tenant ends within nominal quota of every flavor it may use (P2). Reclaim takes only
-    borrowed quota: with k reclaimed, the reclaimed jobs of its tenant before k in Kueue's
-    candidate order (`kueue_order`) hold less of k's reclaimed flavor than the tenant borrowed
-    (P3). ``disruption`` = sum of lost GPU-hours of the evicted jobs (P4); ``evictions``, their
-    number, breaks the last tie of a lexicographic order (Kueue evicts as few jobs as it can).
+    its tenant ends within nominal quota of every flavor it may use (P2); a preemptor above its
+    nominal quota where its quota needs preemption only with `borrow_within_cohort` (P2b). Reclaim
+    takes only borrowed quota: with k reclaimed, the reclaimed jobs of its tenant before k in
+    Kueue's candidate order (`kueue_order`) hold less of k's reclaimed flavor than the tenant
+    borrowed (P3). ``disruption`` = sum of the evicted jobs' lost work in GPU-equivalent hours
+    (`lost_work`, P4). Two tie-breaks follow every term of a lexicographic order:
+    ``victim_priority`` (the evicted jobs' priority ranks: lower-priority victims at equal lost
+    work) and ``evictions``, their number (Kueue evicts as few jobs as it can).
     """
     p, m = r.p, r.model
     lost_terms: list[tuple[int, Any]] = []
@@ -578,6 +619,7 @@ def cpsat(r: RoundModel) -> None:
     capped: dict[int, Any] = {}  # job -> "admitted, and rule 5 lets it preempt" (P2b)
     reclaimed: dict[int, list[tuple[JobSpec, Any, int]]] = {}  # per victim tenant: (job, rec, flavor)
     r.device_plan.setdefault("evict", {})
+    rt = running_table(p)
     for victim in r.evictable:
         k = p.running_index[victim.id]
         keep = r.keep[k]
@@ -603,7 +645,7 @@ def cpsat(r: RoundModel) -> None:
         if who.flavor >= 0:
             reclaimed.setdefault(victim.tenant, []).append((victim, rec, who.flavor))
         r.device_plan["evict"][k] = (pre, rec, who)
-        lost = round(lost_gpu_hours(p, victim) * DISRUPTION_SCALE)
+        lost = round(float(rt.lost[k]) * DISRUPTION_SCALE)
         lost_terms.append((lost, keep))
         total_lost += lost
     for ji, var in within.items():  # P2: the preemptor's tenant within nominal of the flavors it uses
@@ -621,7 +663,6 @@ def cpsat(r: RoundModel) -> None:
         if ev.reason == "reclaimed" and ev.job not in inside:
             v = p.running[p.running_index[ev.job]]
             used_before[v.tenant] -= held_flavors(p, v)
-    rt = running_table(p)
     for t, items in reclaimed.items():  # P3, in Kueue's candidate order (`kueue_order`)
         rank = {o.id: n for n, o in enumerate(kueue_order(p, [o for o, _, _ in items], rt))}
         for victim, rec, f in items:
@@ -638,9 +679,30 @@ def cpsat(r: RoundModel) -> None:
     r.add_term("disruption", total_lost - r.wsum((v for _, v in lost_terms), (c for c, _ in lost_terms)),
                DISRUPTION_SCALE, maximise=False)
     r.term_ub["disruption"] = total_lost
-    if r.evictable:  # a tie-break after every term of a lexicographic order (`_weights`)
+    if r.evictable:  # tie-breaks after every term of a lexicographic order (`objective.TIE_BREAKS`)
+        all_ranks = priority_ranks(p)
+        ranks = [int(all_ranks[p.running_index[v.id]]) for v in r.evictable]
+        ranked = [(c, keep) for c, (_, keep) in zip(ranks, lost_terms, strict=True) if c]
+        r.add_term("victim_priority", sum(ranks) - r.wsum((v for _, v in ranked), (c for c, _ in ranked)), 1.0,
+                   maximise=False)
+        r.term_ub["victim_priority"] = sum(ranks)
         r.add_term("evictions", len(lost_terms) - r.sum(v for _, v in lost_terms), 1.0, maximise=False)
         r.term_ub["evictions"] = len(lost_terms)
+
+
+def priority_ranks(p: Problem) -> np.ndarray:
+    """Per running job, the dense rank of its priority among the running jobs' (0 for the lowest):
+    the `victim_priority` tie-break sums them over the evicted jobs, so at equal lost work the
+    lower-priority victims go (Kueue evicts its candidates lowest priority first)."""
+    ranks: np.ndarray = np.unique(running_table(p).priority, return_inverse=True)[1]
+    return ranks
+
+
+def tie_break(p: Problem, plan: Plan) -> tuple[int, int]:
+    """The plan's values of the model-only tie-breaks (`objective.TIE_BREAKS`), smaller is better:
+    the priority ranks of its evicted jobs, summed (`priority_ranks`), then their number."""
+    ranks = priority_ranks(p)
+    return int(sum(int(ranks[p.running_index[ev.job]]) for ev in plan.evictions)), len(plan.evictions)
 
 
 def hold_fixed_reclaims(r: RoundModel, plan: Plan, view: PlanView) -> None:
@@ -707,7 +769,8 @@ def candidate_order(p: Problem, running: np.ndarray, tenant: int) -> np.ndarray:
 def evictable_jobs(p: Problem, limit: int) -> list[JobSpec]:
     """Running jobs some queued job may evict, at most `limit` (lowest priority, least work lost first)."""
     out = [v for v in p.running if preemptors(p, v)]
-    out.sort(key=lambda v: (v.priority, lost_gpu_hours(p, v), v.id))
+    lost = running_table(p).lost
+    out.sort(key=lambda v: (v.priority, float(lost[v.index]), v.id))
     return out[:limit]
 
 

@@ -5,7 +5,7 @@ most recently started) and never asks how much work a victim loses. This step ta
 that preempted (most lost work first), every running job they may evict on the nodes they may
 use (their current victims included), and the nodes of both, and solves that neighbourhood with
 every other job fixed where the plan put it: the preemptors may move, other victims may be chosen,
-victims may be kept. The objective is the round's (admitted value first, then lost GPU-hours), so
+victims may be kept. The objective is the round's (admitted value first, then lost work), so
 the result admits at least as much and, at equal value, loses less work. The merged plan is
 checked by the validator and kept only when the objective says it is better.
 """
@@ -151,7 +151,7 @@ def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed
     terms = out.terms
     return out.plan, StepStats(**row, result=(
         f"admitted_value {before['admitted_value']:.1f} -> {terms['admitted_value']:.1f}, "
-        f"lost GPU-h {before['disruption']:.1f} -> {terms['disruption']:.1f}"))
+        f"lost GPU-eq h {before['disruption']:.1f} -> {terms['disruption']:.1f}"))
 
 
 def _two_phase_order(goal: Objective, r: RoundModel) -> list[str]:

@@ -43,7 +43,7 @@ from optsched.latency import gc_paused
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan, SolverStats
 from optsched.model.stats import MilpStats, ModelStats
-from optsched.objective import EXACT, Objective, ObjectiveSpec
+from optsched.objective import EXACT, TIE_BREAKS, Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.roundmodel.build import MAX_EVICTABLE, encode_all
 from optsched.roundmodel.decode import decode
@@ -60,7 +60,7 @@ MIP_GAP = 1e-4
 
 def levels(r: RoundModel, goal: Objective, n_cols: int, start: np.ndarray | None) -> tuple[list[Level], list[str]]:
     """The objective as levels to maximise: one weighted level, or one per term of a lexicographic
-    order (then fewest evictions, as in `cpsat`); returns them and the terms the model lacks. With
+    order (then the tie-breaks, as in `cpsat`); returns them and the terms the model lacks. With
     a tolerance, a level keeps at least its value at `start` (the hint), when there is one."""
     names = list(goal.order if goal.weights is None else goal.weights)
     unmodelled = [n for n in names if n not in r.terms]
@@ -74,14 +74,13 @@ def levels(r: RoundModel, goal: Objective, n_cols: int, start: np.ndarray | None
                 coef, const = coef + sign * c, const + sign * k
         return [Level("weighted", coef, const)], unmodelled
     ordered = [n for n in names if n in r.terms]
-    if "evictions" in r.terms:
-        ordered.append("evictions")
+    ordered += [t for t in TIE_BREAKS if t in r.terms]
     out = []
     for name in ordered:
         t = r.terms[name]
         c, k = linear(t.expr, n_cols)
         sign = 1.0 if t.maximise else -1.0
-        tolerance = goal.tolerance if goal.tolerance > EXACT and name != "evictions" else 0.0
+        tolerance = goal.tolerance if goal.tolerance > EXACT and name not in TIE_BREAKS else 0.0
         coef = sign * c
         out.append(Level(name, coef, sign * k, tolerance=tolerance,
                          floor=float(coef @ start) if tolerance and start is not None else None))

@@ -9,7 +9,8 @@ Sources (kubernetes-sigs/kueue, read at commit ff69552e79):
   `InCohortReclaimWhileBorrowing` are `reclaimed`. An empty set means the incoming workload is not
   admitted (Kueue's case gives it no targets).
 - pkg/scheduler/scheduler_test.go, `TestSchedule`: whole scheduling cycles with several pending
-  workloads (`CYCLE_CASES`).
+  workloads (`CYCLE_CASES`). The three "capacity ... reclaim" cases' `gpu` resource is `cpu` here
+  (a resource quota, no devices).
 - preemption_test.go, `TestCandidatesOrdering` (`ORDERING_CASES`).
 
 How the port maps Kueue's setting onto a round: ClusterQueues are tenants with `cpu` quotas in
@@ -310,6 +311,18 @@ CYCLE_CASES: dict[str, CycleCase] = {
         [("b1", "other-beta", 0, 2)],
         [("fit", "other-alpha", 100, 1), ("preemptor", "other-beta", 99, 2)],
         {"fit", "preemptor"}, {"b1": "preempted"}),
+    "capacity not blocked when lending clusterqueue can reclaim (ReclaimWithinCohort=Any)": CycleCase(
+        {"ClusterQueueA": cq("root", 2, reclaim=ANY), "ClusterQueueB": cq("root", 0)},
+        [("a1-admitted", "ClusterQueueA", 0, 1)],
+        [("a2-pending", "ClusterQueueA", 0, 2), ("b1-pending", "ClusterQueueB", 0, 1)], {"b1-pending"}),
+    "capacity blocked when lending clusterqueue not guaranteed to reclaim (ReclaimWithinCohort=LowerPriority)":
+        CycleCase({"ClusterQueueA": cq("root", 2, reclaim=LOWER), "ClusterQueueB": cq("root", 0)},
+                  [("a1-admitted", "ClusterQueueA", 0, 1)],
+                  [("a2-pending", "ClusterQueueA", 0, 2), ("b1-pending", "ClusterQueueB", 0, 1)], set()),
+    "capacity blocked when lending clusterqueue not guaranteed to reclaim (ReclaimWithinCohort=Never)": CycleCase(
+        {"ClusterQueueA": cq("root", 2, reclaim=NEVER), "ClusterQueueB": cq("root", 0)},
+        [("a1-admitted", "ClusterQueueA", 0, 1)],
+        [("a2-pending", "ClusterQueueA", 0, 2), ("b1-pending", "ClusterQueueB", 0, 1)], set()),
     "multiple preemptions skip preemption when shared limited resource": CycleCase(
         {"other-alpha": cq("other", 2, within=LOWER, bwc=True), "other-beta": cq("other", 2, within=LOWER, bwc=True),
          "resource-bank": cq("other", 1)},
@@ -325,7 +338,7 @@ def _cycle(case: CycleCase) -> tuple[Cluster, Queue]:
     return _cluster(case.cqs, running), Queue.model_validate({"now": 100.0, "jobs": jobs})
 
 
-@pytest.mark.parametrize("name", list(CYCLE_CASES))
+@pytest.mark.parametrize("name", list(CYCLE_CASES), ids=list(CYCLE_CASES))
 def test_kueue_scheduling_cycle_case(name: str) -> None:
     """scheduler_test.go TestSchedule: the `kueue` baseline admits and preempts what Kueue does."""
     case = CYCLE_CASES[name]
@@ -338,7 +351,7 @@ def test_kueue_scheduling_cycle_case(name: str) -> None:
     assert {d.job for d in plan.deferred} == {name for name, *_ in case.pending} - case.want_admitted
 
 
-@pytest.mark.parametrize("name", list(CYCLE_CASES))
+@pytest.mark.parametrize("name", list(CYCLE_CASES), ids=list(CYCLE_CASES))
 def test_cpsat_on_kueue_scheduling_cycle_case(name: str) -> None:
     """The same round with `cpsat`: valid, at least Kueue's admitted value, no more lost work."""
     cluster, queue = _cycle(CYCLE_CASES[name])

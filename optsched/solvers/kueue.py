@@ -30,6 +30,10 @@ and preemption.md of kubernetes-sigs/kueue):
   `borrow_within_cohort` preempts only within its nominal quota: not at all when a flavor whose
   quota needs preemption is requested beyond nominal (Kueue's `fitsResourceQuota`: `noFit`; rule
   5 of the validator).
+- **Capacity held for a pending preemptor.** A job whose quota needs preemption but that
+  preempts nothing, in a tenant whose `reclaim_within_cohort` is not `any`, holds its request in
+  its tenant's usage for the rest of the round, so later jobs do not borrow it (Kueue's
+  `reserveCapacityForUnreclaimablePreempt`).
 - Unlike Kueue alone, a job also preempts to get node capacity (as kube-scheduler's
   DefaultPreemption does for pods, within the same Kueue policies), since a round must place it.
 - Once a tenant has reclaimed quota within its nominal, it is not allowed to borrow that flavor
@@ -86,6 +90,8 @@ class KueueEngine(GreedyEngine):
         self.evicted_jobs: list[JobSpec] = []
         self.preempt_deadline = math.inf
         """perf_counter time after which jobs are no longer given preemption attempts."""
+        self.held = np.zeros((len(p.tenant_names), len(p.flavors)))
+        """Quota usage held for pending preemptors (`_hold_capacity`), per tenant and flavor."""
         self._trials: dict[tuple[int, tuple[int, ...], bool], Attempt | None] = {}
         """Outcomes of trial placements since the round's state last changed (`_fits_without`)."""
 
@@ -267,12 +273,8 @@ class KueueEngine(GreedyEngine):
         if not cands:
             return None
         need = self._need(job)
-        if failure == "quota" and not preemption.preempts_while_borrowing(p, job.tenant):  # rule 5
-            over = need > p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant])
-            after = self.ledger.quota_used.copy()
-            after[job.tenant] += need
-            if np.any(over & quota_broken(p, after, job.tenant)):
-                return None  # Kueue: a flavor needing preemption, requested beyond nominal, is `noFit`
+        if failure == "quota" and self._no_fit(job, need):
+            return None
         reason_of = {v.id: r for v, r in cands}
         policy = p.cluster.tenants[job.tenant].preemption
         bwc = policy.borrow_within_cohort
@@ -299,6 +301,44 @@ class KueueEngine(GreedyEngine):
             self.rollback(job, list(att.replicas))
             self._release(targets, sign=1.0)
         return None
+
+    def _no_fit(self, job: JobSpec, need: FArray) -> bool:
+        """Kueue's `noFit` for a job whose quota needs preemption: a flavor needing it is requested
+        beyond the tenant's nominal quota and `borrow_within_cohort` is off (flavorassigner.go
+        `fitsResourceQuota`; rule 5 of the validator)."""
+        p = self.p
+        if preemption.preempts_while_borrowing(p, job.tenant):
+            return False
+        over = need > p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant])
+        if not over.any():
+            return False
+        after = self.ledger.quota_used.copy()
+        after[job.tenant] += need
+        return bool(np.any(over & quota_broken(p, after, job.tenant)))
+
+    def _hold_capacity(self, job: JobSpec) -> None:
+        """Kueue's `reserveCapacityForUnreclaimablePreempt` (scheduler.go, `quotaResourcesToReserve`):
+        a job whose quota needs preemption but that preempts nothing, in a tenant that cannot
+        always reclaim (`reclaim_within_cohort` other than `any`: policy.go `CanAlwaysReclaim`),
+        holds its request in its tenant's usage for the rest of the round, so that later jobs
+        (of other tenants, which would borrow it, and of its own) do not take it: within nominal,
+        up to the nominal left; a job that would borrow, up to nominal + borrowing limit. The held
+        amount is usage no placement carries: the plan's real usage is below the engine's."""
+        p = self.p
+        t = job.tenant
+        if t >= len(p.cluster.tenants) or p.tenant_cohort[t] < 0 or not len(p.flavors):
+            return
+        if p.cluster.tenants[t].preemption.reclaim_within_cohort == "any":
+            return
+        need = self._need(job)
+        if self._no_fit(job, need):
+            return  # `noFit`, not `Preempt`: nothing is held
+        used, nominal = self.ledger.quota_used[t], p.nominal[t]
+        borrows = bool(np.any(used + need > nominal + EPS * np.maximum(1.0, nominal)))
+        room = nominal + p.borrow_limit[t] - used if borrows else nominal - used
+        held = np.maximum(0.0, np.minimum(need, room))
+        self.ledger.quota_used[t] += held
+        self.held[t] += held
 
     def _reclaim_without_borrowing(self, job: JobSpec, victim: JobSpec, advantage: bool) -> bool:
         """Kueue's `ReclaimWithoutBorrowing` variant (classical/hierarchical_preemption.go
@@ -423,6 +463,8 @@ class KueueEngine(GreedyEngine):
             return att
         got = self._preempt(job, att.failure)
         if got is None:
+            if att.failure == "quota":
+                self._hold_capacity(job)
             return self._blocked_by_priority(job, att)
         new, chosen = got
         uses = self._uses(job, new.replicas)

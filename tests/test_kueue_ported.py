@@ -12,13 +12,15 @@ Sources (kubernetes-sigs/kueue, read at commit ff69552e79):
   workloads (`CYCLE_CASES`). The three "capacity ... reclaim" cases' `gpu` resource is `cpu` here
   (a resource quota, no devices).
 - preemption_test.go, `TestCandidatesOrdering` (`ORDERING_CASES`).
+- pkg/scheduler/flavorassigner/flavorassigner_test.go, `TestAssignFlavors` (`FLAVOR_CASES`).
 
 How the port maps Kueue's setting onto a round: ClusterQueues are tenants with `cpu` quotas in
 millicores (and `memory` in MiB where the case requests it), the nodes are large enough that only
 quota binds (Kueue's cases have no nodes), and the incoming workload is the round's one queued
-job. Only the cases on the `default` flavor are ported here; the ones on flavors `alpha` / `beta`
-wait for ResourceFlavors as node sets (issue 22 item 7), the hierarchical ones ("long range
-preemption") for hierarchical cohorts (item 8). Each case also runs `cpsat`, which must return a
+job. Of TestPreemption, the cases on the `default` flavor are ported; the ones on flavors `alpha` /
+`beta` wait for ResourceFlavors as node sets (issue 22 item 7), the hierarchical ones ("long range
+preemption") for hierarchical cohorts (item 8). TestAssignFlavors' flavors are device models here
+(`FlavorCase`). Each case also runs `cpsat`, which must return a
 valid plan admitting at least Kueue's value with no more lost work.
 """
 
@@ -395,3 +397,78 @@ def test_kueue_candidates_ordering_case(name: str) -> None:
     tenant = p.tenant_names.index("preemptor")
     order = candidate_order(p, np.arange(len(p.running)), tenant)
     assert [p.running[k].id for k in order] == want
+
+
+# ---------------------------------------------------------------------------- flavorassigner_test.go
+@dataclass(frozen=True)
+class FlavorCase:
+    """A case of Kueue's TestAssignFlavors (pkg/scheduler/flavorassigner/flavorassigner_test.go) with
+    the default FlavorFungibility: ResourceFlavors `one` and `two` are device models here (a
+    ClusterQueue's cpu quota on a flavor is its GPU quota on that model, in the ClusterQueue's
+    flavor order), the ClusterQueue's usage is a running job on a node of that model, and the
+    workload's one pod asks for `request` devices of either model; Kueue's assignment is the model
+    the pod lands on."""
+
+    quotas: dict[str, dict[str, Any]]
+    """ClusterQueue -> {flavor: quota} (in the ClusterQueue's order), all in one cohort."""
+    usage: dict[str, tuple[str, int]]
+    """ClusterQueue -> (flavor, devices) in use."""
+    request: int
+    want_model: str
+    """The model Kueue assigns; empty: no flavor fits (`NoFit`: the workload waits for quota)."""
+    models: tuple[str, ...] = ("one", "two")
+    """The models the workload's pod accepts."""
+    cohort: bool = True
+
+
+FLAVOR_CASES: dict[str, FlavorCase] = {
+    "preempt try next flavor": FlavorCase(
+        {"test-clusterqueue": {"one": {"nominal": 10}, "two": {"nominal": 10}}},
+        {"test-clusterqueue": ("one", 2)}, 9, "two"),
+    "borrow before try next flavor": FlavorCase(
+        {"test-clusterqueue": {"one": {"nominal": 10, "borrowing_limit": 1}, "two": {"nominal": 10}},
+         "test-secondary-clusterqueue": {"one": {"nominal": 1}}},
+        {"test-clusterqueue": ("one", 2)}, 9, "one"),
+    "resource not listed in clusterQueue": FlavorCase(
+        {"test-clusterqueue": {"one": {"nominal": 4}}, "other-clusterqueue": {"two": {"nominal": 4}}},
+        {}, 2, "", models=("two",), cohort=False),
+}
+
+
+def _flavor_round(case: FlavorCase) -> tuple[Cluster, Queue]:
+    cohort = "test-cohort" if case.cohort and len(case.quotas) > 1 else None
+    tenants = [{"name": name, "cohort": cohort, "quotas": q} for name, q in case.quotas.items()]
+    nodes = [{"id": f"{m}-{i}", "domain": "z0", "capacity": {"cpu": 64 * CPU, "memory": 1 << 20},
+              "devices": {"model": m, "count": 16}} for m in ("one", "two") for i in range(2)]
+    running = []
+    for t, (model, devices) in case.usage.items():
+        spec = {"id": f"{t}-usage", "tenant": t, "priority": 0, "preemptible": False, "groups": [
+            {"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"cpu": CPU, "gpu": devices}}]}
+        running.append({"job": spec, "started_at": 0.0, "placements": [
+            {"group": "w", "replica": 0, "node": f"{model}-0", "devices": list(range(devices))}]})
+    cluster = Cluster.model_validate({
+        "topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
+        "device_models": {"one": {"memory_gib": 80}, "two": {"memory_gib": 80}},
+        "nodes": nodes, "tenants": tenants, "running": running})
+    incoming = {"id": "in", "tenant": next(iter(case.quotas)), "priority": 0, "groups": [
+        {"name": "main", "replicas": {"min": 1, "max": 1}, "request": {"cpu": CPU, "gpu": case.request},
+         "models": {m: 1.0 for m in case.models}}]}
+    return cluster, Queue.model_validate({"now": 100.0, "jobs": [incoming]})
+
+
+@pytest.mark.parametrize("name", list(FLAVOR_CASES), ids=list(FLAVOR_CASES))
+def test_kueue_flavor_assignment_case(name: str) -> None:
+    """flavorassigner_test.go TestAssignFlavors: the `kueue` baseline places the workload on the
+    flavor Kueue assigns (flavors in the ClusterQueue's order, quota per flavor, then nodes)."""
+    case = FLAVOR_CASES[name]
+    cluster, queue = _flavor_round(case)
+    p = compile_problem(cluster, queue)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert plan.evictions == []
+    assert {pl.node.split("-")[0] for pl in plan.placements} == ({case.want_model} if case.want_model else set())
+    if not case.want_model:
+        assert [d.reason for d in plan.deferred] == ["quota"] and "lists no quota" in plan.deferred[0].detail
+    cpsat = solve_cpsat(p, time_limit=5.0)
+    assert check_problem(p, cpsat) == []
+    assert evaluate_problem(p, cpsat).admitted_value >= evaluate_problem(p, plan).admitted_value - 1e-9

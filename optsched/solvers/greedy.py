@@ -246,7 +246,15 @@ class GreedyEngine:
                 return broken
         return "", ""
 
-    def _colocate_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
+    def device_nodes(self, job: JobSpec) -> BArray:
+        """Nodes that may hold a replica of one of the job's device groups (`eligibility.device_nodes`;
+        engines that narrow placement to some models narrow it too), whose free devices decide
+        which domains a topology-bound job tries."""
+        return eligibility.device_nodes(self.p, job)
+
+    def replica_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
+        """Nodes the next replica of `group` may use beyond its eligibility (None: all): here the
+        colocation of the job's groups; engines that narrow placement further extend it."""
         return fabric.colocate_mask(self.p, job, group.index, placed)
 
     def place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
@@ -259,7 +267,7 @@ class GreedyEngine:
                     self.rollback(job, placed)
                     att.failure = "time_limit"
                     return att
-                extra = self._colocate_restrict(job, group, placed)
+                extra = self.replica_restrict(job, group, placed)
                 mask = restrict if extra is None else (extra if restrict is None else restrict & extra)
                 rep, why = self._place_replica(job, group, i, i >= group.rmin, mask, placed)
                 if rep is None:
@@ -292,7 +300,7 @@ class GreedyEngine:
                 trial[group.index] += 1
                 if gang.count_problems(job, trial):
                     break
-                extra = self._colocate_restrict(job, group, placed)
+                extra = self.replica_restrict(job, group, placed)
                 mask = restrict if extra is None else (extra if restrict is None else restrict & extra)
                 rep, _ = self._place_replica(job, group, now[group.index], now[group.index] >= group.rmin,
                                              mask, placed)
@@ -311,7 +319,7 @@ class GreedyEngine:
         satisfy the job's constraints)."""
         p = self.p
         need = sum(g.gpu * g.rmin for g in job.groups)
-        free_gpu = np.where(self.real & eligibility.device_nodes(p, job), self.ledger.free_whole, 0)
+        free_gpu = np.where(self.real & self.device_nodes(job), self.ledger.free_whole, 0)
         out: list[tuple[int, int]] = []
         for level in levels:
             doms, inv = p.derived(DOMAINS_AT, level)

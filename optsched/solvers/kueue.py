@@ -14,10 +14,14 @@ and preemption.md of kubernetes-sigs/kueue):
   ordering; the documented effect: "Kueue will admit Workloads in team-b-cq before admitting any
   new Workloads in team-a-cq" once team-a uses its nominal quota; fair sharing: "Kueue admits
   jobs with a lower share value first").
-- **Fit.** A job fits when its quota fits (nominal; beyond it, borrowing within the cohort's
-  lendable quota and the tenant's `borrowing_limit`: `optsched.concerns.tenancy.quota`) and its replicas
-  fit on nodes. Nodes are chosen by kube-scheduler's NodeResourcesFit MostAllocated score (the
-  `best-fit` baseline's placement), the usual setting for GPU clusters.
+- **Flavors, then nodes.** Each GPU group is assigned a device model (flavor) as Kueue's flavor
+  assigner does with the default FlavorFungibility: the tenant's flavors in its order, quota per
+  flavor, the first that fits (borrowing or not), else the first that may preempt (`_assign`).
+  A job fits when its quota fits (nominal; beyond it, borrowing within the cohort's lendable
+  quota and the tenant's `borrowing_limit`: `optsched.concerns.tenancy.quota`) and its replicas
+  fit on its flavors' nodes; when they do not, the next flavor whose quota fits is tried (as
+  topology-aware scheduling does). Nodes are chosen by kube-scheduler's NodeResourcesFit
+  MostAllocated score (the `best-fit` baseline's placement), the usual setting for GPU clusters.
 - **Classic preemption** when a job does not fit. Candidates: running, `preemptible` jobs of the
   same tenant allowed by `within_tenant`, and of other tenants in the cohort that borrow a flavor
   the job needs, allowed by `reclaim_within_cohort` (or `borrow_within_cohort` and its
@@ -32,7 +36,8 @@ and preemption.md of kubernetes-sigs/kueue):
   5 of the validator).
 - **Capacity held for a pending preemptor.** A job whose quota needs preemption but that
   preempts nothing, in a tenant whose `reclaim_within_cohort` is not `any`, holds its request in
-  its tenant's usage for the rest of the round, so later jobs do not borrow it (Kueue's
+  its tenant's usage until the tenant's next job comes up (Kueue's cycle: one head per
+  ClusterQueue), so the other tenants' jobs in between do not borrow it (Kueue's
   `reserveCapacityForUnreclaimablePreempt`).
 - Unlike Kueue alone, a job also preempts to get node capacity (as kube-scheduler's
   DefaultPreemption does for pods, within the same Kueue policies), since a round must place it.
@@ -49,6 +54,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,7 +62,7 @@ from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import preemption, quota
 from optsched.ledger import EPS, PlacedReplica, flavor_use, quota_broken
 from optsched.model.plan import Eviction, Plan, SolverStats
-from optsched.problem import BArray, FArray, JobSpec, Problem
+from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, to_plan
 
@@ -67,11 +73,28 @@ PRECHECK_SLACK = 1e-6
 """Resource slack of the capacity precheck (`KueueEngine._cannot_fit`): it may only overestimate
 what fits, never reject a placement the engine would find."""
 
+NODE_FAILURES = frozenset({"capacity", "topology", "bandwidth", "spread"})
+"""Placement failures of an assigned flavor's nodes, after which the next flavor is tried."""
+
 MAX_CANDIDATES = 256
 """Preemption candidates considered per job, in Kueue's order (the rest are not tried)."""
 
 SOURCE = ("Kueue ClusterQueue admission (BestEffortFIFO, non-borrowing heads first), cohort borrowing "
           "and classic preemption; kube-scheduler MostAllocated placement.")
+
+
+@dataclass(frozen=True)
+class FlavorAssignment:
+    """Kueue's flavor assignment of a job (`KueueEngine._assign`)."""
+
+    need: FArray
+    """Quota the job's minimum replicas need per flavor on the assigned flavors."""
+    models: dict[int, int]
+    """GPU group index -> the device model (flavor) assigned; groups not listed keep every model."""
+    no_fit: str
+    """Why no flavor can take the job (Kueue's `noFit`), or empty."""
+    later: dict[int, list[int]] = field(default_factory=dict)
+    """GPU group index -> the later models in its tenant's order whose quota also fits."""
 
 
 class KueueEngine(GreedyEngine):
@@ -90,15 +113,150 @@ class KueueEngine(GreedyEngine):
         self.evicted_jobs: list[JobSpec] = []
         self.preempt_deadline = math.inf
         """perf_counter time after which jobs are no longer given preemption attempts."""
+        self._assigned: dict[int, FlavorAssignment] = {}
+        """Flavor assignments fixed while a job is admitted (`admit`); others are computed afresh."""
+        self._eligible_models: dict[tuple[int, int, int], bool] = {}
+        self._model_flavor = {int(m): f for f, m in enumerate(p.flavor_is_model.tolist()) if m >= 0}
+        """Device model -> its quota flavor (the models some tenant manages)."""
         self.held = np.zeros((len(p.tenant_names), len(p.flavors)))
         """Quota usage held for pending preemptors (`_hold_capacity`), per tenant and flavor."""
         self._trials: dict[tuple[int, tuple[int, ...], bool], Attempt | None] = {}
         """Outcomes of trial placements since the round's state last changed (`_fits_without`)."""
 
+    # ------------------------------------------------------------------ flavors
+    def _assign(self, job: JobSpec) -> FlavorAssignment:
+        """Kueue's flavor assignment (pkg/scheduler/flavorassigner/flavorassigner.go) for the job's
+        minimum replicas, with the default FlavorFungibility (`whenCanBorrow: MayStopSearch`,
+        `whenCanPreempt: TryNextFlavor`): each GPU group tries the device models it allows in the
+        order its tenant lists their quotas, with the usage of the groups before it; the first
+        flavor whose quota fits (borrowing or not) is taken; one that needs preemption is passed
+        over for a later one that fits, and when none fits the first one that may preempt (rule 5,
+        and a running job there the policies allow) is taken, else the first that may preempt at
+        all, else none (`noFit`). A model the tenant lists no quota for is not tried (the
+        ClusterQueue lacks the flavor). A group that allows a model no tenant manages keeps every
+        allowed model (nothing to assign), as does a job of an undefined tenant."""
+        known = self._assigned.get(job.index)
+        if known is not None:
+            return known
+        p = self.p
+        t = job.tenant
+        need = np.zeros(len(p.flavors))
+        res = p.flavor_resource >= 0
+        for g in job.groups:
+            need[res] += g.req[p.flavor_resource[res]] * g.rmin
+        models: dict[int, int] = {}
+        later: dict[int, list[int]] = {}
+        if t >= len(p.cluster.tenants) or not len(p.flavors):
+            return FlavorAssignment(quota.min_need(p, job, p.nominal[t] - self.ledger.quota_used[t]), models, "")
+        listed = self._listed_models(t)
+        used = self.ledger.quota_used
+        for g in job.groups:
+            if g.gpu <= 0:
+                continue
+            allowed = set(np.flatnonzero(g.model_speed > 0).tolist())
+            if not allowed <= set(self._model_flavor):
+                continue  # a model outside quota: nothing to assign, as `quota.min_need`
+            order = [m for m in listed if m in allowed and self._model_eligible(job, g, m)]
+            if not order:
+                return FlavorAssignment(need, models, f"its tenant {p.tenant_names[t]} lists no quota for the device "
+                                                      f"models group {g.spec.name} allows")
+            preempt_in: list[int] = []
+            fits: list[int] = []
+            for m in order:
+                f = self._model_flavor[m]
+                trial = need.copy()
+                trial[f] += g.gpu * g.rmin
+                after = used.copy()
+                after[t] += trial
+                if not quota_broken(p, after, t)[f]:
+                    fits.append(m)
+                elif not self._no_fit(job, trial, after):
+                    preempt_in.append(m)
+            if fits:
+                models[g.index] = fits[0]
+                later[g.index] = fits[1:]
+            elif preempt_in:
+                models[g.index] = next((m for m in preempt_in if self._victims_hold(job, self._model_flavor[m])),
+                                       preempt_in[0])
+            else:
+                return FlavorAssignment(need, models, f"no device model group {g.spec.name} allows fits its "
+                                                      "tenant's quota, and none may preempt for it")
+            need[self._model_flavor[models[g.index]]] += g.gpu * g.rmin
+        return FlavorAssignment(need, models, "", later)
+
+    def _next_flavors(self, job: JobSpec, assignment: FlavorAssignment) -> FlavorAssignment | None:
+        """The assignment with each GPU group that has one on its next flavor whose quota fits, or
+        None: what Kueue tries when the assigned flavor's nodes cannot hold the pods (topology-aware
+        scheduling finds no room there, so the flavor does not fit and the next is tried)."""
+        if not any(assignment.later.values()):
+            return None
+        models = dict(assignment.models)
+        later = {g: list(rest) for g, rest in assignment.later.items()}
+        need = assignment.need.copy()
+        for g, rest in later.items():
+            if rest:
+                gpus = job.groups[g].gpu * job.groups[g].rmin
+                need[self._model_flavor[models[g]]] -= gpus
+                models[g] = rest.pop(0)
+                need[self._model_flavor[models[g]]] += gpus
+        return FlavorAssignment(need, models, "", later)
+
+    def _model_eligible(self, job: JobSpec, group: GroupSpec, model: int) -> bool:
+        """Whether some node of `model` may ever hold a replica of `group` (`eligibility.mask`): Kueue
+        skips a flavor whose node labels and taints the pod does not match; a flavor none of whose
+        nodes has the pod's shape would leave it pending, so it is skipped too."""
+        key = (job.index, group.index, model)
+        known = self._eligible_models.get(key)
+        if known is None:
+            known = self._eligible_models[key] = bool(
+                np.any(eligibility.mask(self.p, job, group) & (self.p.node_model == model)))
+        return known
+
+    def _listed_models(self, tenant: int) -> list[int]:
+        """Device models whose quota the tenant lists, in its order (its ClusterQueue's flavors)."""
+        index = {name: i for i, name in enumerate(self.p.models)}
+        return [index[name] for name in self.p.cluster.tenants[tenant].quotas if name in index
+                and index[name] in self._model_flavor]
+
+    def _victims_hold(self, job: JobSpec, flavor: int) -> bool:
+        """Whether some running job the tenant's policies may let the job preempt or reclaim holds
+        `flavor` (the question Kueue's preemption oracle answers before it takes a flavor that
+        needs preemption; here by priority and policy alone)."""
+        p = self.p
+        policy = p.cluster.tenants[job.tenant].preemption
+        rt = preemption.running_table(p)
+        ok = self.alive & rt.preemptible & (rt.held[:, flavor] > 0)
+        lower = rt.priority < job.priority
+        same = (rt.tenant == job.tenant) & (lower if policy.within_tenant != "never" else False)
+        cohort = int(p.tenant_cohort[job.tenant])
+        other = np.zeros_like(same)
+        if cohort >= 0 and policy.reclaim_within_cohort != "never":
+            other = (rt.tenant != job.tenant) & (p.tenant_cohort[rt.tenant] == cohort) \
+                & (lower | (policy.reclaim_within_cohort == "any"))
+        return bool(np.any(ok & (same | other)))
+
+    def device_nodes(self, job: JobSpec) -> BArray:
+        """The base engine's device nodes, on the models assigned to the job's GPU groups."""
+        out = super().device_nodes(job)
+        models = self._assign(job).models
+        if models:
+            out = out & np.isin(self.p.node_model, list(models.values()))
+        return out
+
+    def replica_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
+        """The base engine's colocation mask, and a GPU group's assigned flavor: the nodes of its
+        device model (Kueue places pods on the flavor's nodes after assigning it)."""
+        extra = super().replica_restrict(job, group, placed)
+        model = self._assign(job).models.get(group.index)
+        if model is None:
+            return extra
+        on = self.p.node_model == model
+        return on if extra is None else extra & on
+
     # ------------------------------------------------------------------ quota arithmetic
     def _need(self, job: JobSpec) -> FArray:
-        """Quota the job's minimum replicas need per flavor (`quota.min_need`)."""
-        return quota.min_need(self.p, job, self.p.nominal[job.tenant] - self.ledger.quota_used[job.tenant])
+        """Quota the job's minimum replicas need per flavor, on the flavors Kueue assigns (`_assign`)."""
+        return self._assign(job).need
 
     def _borrows_with(self, job: JobSpec) -> bool:
         """Whether admitting the job would take its tenant above nominal in some flavor."""
@@ -302,26 +460,27 @@ class KueueEngine(GreedyEngine):
             self._release(targets, sign=1.0)
         return None
 
-    def _no_fit(self, job: JobSpec, need: FArray) -> bool:
+    def _no_fit(self, job: JobSpec, need: FArray, after: FArray | None = None) -> bool:
         """Kueue's `noFit` for a job whose quota needs preemption: a flavor needing it is requested
         beyond the tenant's nominal quota and `borrow_within_cohort` is off (flavorassigner.go
-        `fitsResourceQuota`; rule 5 of the validator)."""
+        `fitsResourceQuota`; rule 5 of the validator). `after`: the usage with `need` added."""
         p = self.p
         if preemption.preempts_while_borrowing(p, job.tenant):
             return False
         over = need > p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant])
         if not over.any():
             return False
-        after = self.ledger.quota_used.copy()
-        after[job.tenant] += need
+        if after is None:
+            after = self.ledger.quota_used.copy()
+            after[job.tenant] += need
         return bool(np.any(over & quota_broken(p, after, job.tenant)))
 
     def _hold_capacity(self, job: JobSpec) -> None:
         """Kueue's `reserveCapacityForUnreclaimablePreempt` (scheduler.go, `quotaResourcesToReserve`):
         a job whose quota needs preemption but that preempts nothing, in a tenant that cannot
         always reclaim (`reclaim_within_cohort` other than `any`: policy.go `CanAlwaysReclaim`),
-        holds its request in its tenant's usage for the rest of the round, so that later jobs
-        (of other tenants, which would borrow it, and of its own) do not take it: within nominal,
+        holds its request in its tenant's usage until its tenant's next job comes up
+        (`_release_hold`), so that the other tenants' jobs in between do not borrow it: within nominal,
         up to the nominal left; a job that would borrow, up to nominal + borrowing limit. The held
         amount is usage no placement carries: the plan's real usage is below the engine's."""
         p = self.p
@@ -338,7 +497,16 @@ class KueueEngine(GreedyEngine):
         room = nominal + p.borrow_limit[t] - used if borrows else nominal - used
         held = np.maximum(0.0, np.minimum(need, room))
         self.ledger.quota_used[t] += held
-        self.held[t] += held
+        self.held[t] = held
+
+    def _release_hold(self, tenant: int) -> None:
+        """End the tenant's hold (`_hold_capacity`) as its next job comes up: Kueue considers one
+        head per ClusterQueue per scheduling cycle, so a hold lasts for the other ClusterQueues'
+        heads of that cycle, not for the tenant's later jobs (held for every deferred job, holds
+        would pile up over a round and keep the tenant's quota from everyone)."""
+        if len(self.p.flavors) and self.held[tenant].any():
+            self.ledger.quota_used[tenant] -= self.held[tenant]
+            self.held[tenant] = 0.0
 
     def _reclaim_without_borrowing(self, job: JobSpec, victim: JobSpec, advantage: bool) -> bool:
         """Kueue's `ReclaimWithoutBorrowing` variant (classical/hierarchical_preemption.go
@@ -449,9 +617,26 @@ class KueueEngine(GreedyEngine):
         return not (guard.any() and np.any(guard & self._borrowing_now(job.tenant)))
 
     def admit(self, job: JobSpec) -> Attempt:
-        """Place the job, preempting if it does not fit; returns the attempt."""
+        """Assign the job's flavors, place it on their nodes, preempting if it does not fit;
+        returns the attempt."""
         self._trials.clear()
+        self._release_hold(job.tenant)
+        self._assigned.pop(job.index, None)
+        first = assignment = self._assigned[job.index] = self._assign(job)  # fixed for the job's admission
+        if assignment.no_fit:
+            return Attempt(failure="quota", detail=assignment.no_fit)
         att = self.place_job(job)
+        while att.failure in NODE_FAILURES:  # the flavor's nodes cannot hold it: the next flavor that fits
+            step = self._next_flavors(job, assignment)
+            if step is None:
+                break
+            assignment = self._assigned[job.index] = step
+            tried = self.place_job(job)
+            if tried.failure is None:
+                att = tried
+                break
+        if att.failure is not None:
+            self._assigned[job.index] = first  # preemption (for quota or nodes) on the first flavor
         if att.failure is None and self._quota_ok(job, att, allow_borrow=True):
             return att
         if att.failure is None:

@@ -10,6 +10,7 @@ on imports; `optsched.check` and `optsched.evaluate` do not import it.
 
 from __future__ import annotations
 
+import logging
 import time
 
 from optsched.arguments import require_seed, require_time_limit
@@ -57,7 +58,26 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
     if why is not None:
         stats = plan.solver.model_copy(update={"name": f"auto:{plan.solver.name}", "auto": why})
         plan = plan.model_copy(update={"solver": stats})
+    _log_round(plan, time_limit)
     return plan
+
+
+LOG = logging.getLogger("optsched")
+"""The library's diagnostics (nothing is printed): one INFO line per round, a WARNING when a model
+back end had to fall back for a bug (its plan failed the check or would not decode), DEBUG
+details. Silent unless the application configures logging."""
+
+
+def _log_round(plan: Plan, time_limit: float) -> None:
+    st = plan.solver
+    LOG.info("round: %s %s, %d replicas placed, %d jobs deferred, %d evictions, %.3f s of %.3f s%s",
+             st.name, st.status, len(plan.placements), len(plan.deferred), len(plan.evictions), st.wall_s,
+             time_limit, f" ({st.reason})" if st.reason else "")
+    if st.reason and "bug" in st.reason:
+        LOG.warning("%s fell back to its start plan: %s (please report it with the round's documents)",
+                    st.name, st.reason)
+    if st.wall_s > 1.1 * time_limit:
+        LOG.warning("%s took %.3f s for a %.3f s limit", st.name, st.wall_s, time_limit)
 
 
 def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: ObjectiveSpec = None,

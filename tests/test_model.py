@@ -243,3 +243,17 @@ def test_yaml_values_json_has_no_type_for_are_refused(example_docs: Docs) -> Non
     assert _rules(text.replace("id: h100-0", "id: 2024-01-01", 1)) == [("<document>", "type")]
     labelled = text.replace("id: h100-0", "id: h100-0\n  labels: {1: a}", 1)
     assert _rules(labelled) == [("<document>", "key_type")]
+
+
+def test_every_schema_field_has_a_description_and_every_document_an_id() -> None:
+    """Issue 20 item 9: the JSON Schemas other schedulers write documents against describe every
+    field (the models' attribute docstrings, with units), and each document has an `$id`."""
+    from optsched.model import Cluster, Plan, Queue
+
+    for document, model in (("cluster", Cluster), ("queue", Queue), ("plan", Plan)):
+        schema = model.model_json_schema()
+        assert schema["$id"] == f"urn:optsched:v1:{document}"
+        objects = [schema, *schema.get("$defs", {}).values()]
+        bare = [f"{o.get('title')}.{name}" for o in objects for name, prop in o.get("properties", {}).items()
+                if not prop.get("description")]
+        assert bare == [], f"{document}: fields without a description"

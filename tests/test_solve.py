@@ -160,3 +160,20 @@ def test_kubernetes_system_priorities_solve(example_docs: Any) -> None:
         plan = solve(c, q, solver=name, time_limit=1.0)
         assert check(c, q, plan) == []
         assert all(abs(v) < 1e300 for v in plan.objective.values())
+
+
+def test_a_round_is_logged_not_printed(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20 item 9: library diagnostics go through `logging` (logger `optsched`), never stdout."""
+    import logging
+
+    from optsched import reference_cluster, solve
+    from optsched.generate import generate_queue
+
+    cluster = reference_cluster("dgx-h100-1k")
+    queue = generate_queue(cluster, "mixed", jobs=20, seed=0)
+    with caplog.at_level(logging.INFO, logger="optsched"):
+        plan = solve(cluster, queue, solver="best-fit", time_limit=5.0)
+    lines = [r.getMessage() for r in caplog.records if r.name == "optsched"]
+    assert len(lines) == 1 and lines[0].startswith("round: best-fit heuristic")
+    assert f"{len(plan.placements)} replicas placed" in lines[0]
+    assert capsys.readouterr().out == ""

@@ -7,12 +7,14 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 FORMAT_VERSION = "optsched/v1"
+SCHEMA_ID = "urn:optsched:v1:{document}"
+"""The `$id` of a document's JSON Schema (`optsched schema`), per document: cluster, queue, plan."""
 
 
 class Frozen(BaseModel):
     """Base of every public model: unknown fields are errors, values are immutable, NaN/inf refused."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True)
 
 
 MAX_AMOUNT = 1e9

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from optsched.model.base import (
+    SCHEMA_ID,
     Bytes,
     Count,
     DeviceCount,
@@ -33,57 +34,78 @@ class Domain(Frozen):
     """A switch domain of one topology level; `uplink_gbps` is its link to `parent` (None = unlimited)."""
 
     id: Identifier
+    """Unique name of the domain (a switch: spine, leaf, ...)."""
     level: str
+    """Its topology level, one of `Topology.levels`."""
     parent: str | None = None
+    """The domain of the level above it; required below the top level."""
     uplink_gbps: NonNeg | None = None
+    """Bandwidth of its link to `parent`, Gbps; None: unlimited."""
 
 
 class Topology(Frozen):
     """Ordered level names from the top (e.g. ``[spine, leaf]``) and their domains."""
 
     levels: list[Identifier] = Field(min_length=1)
+    """Level names from the top (e.g. `[spine, leaf]`); `node` is reserved for the built-in per-node level."""
     domains: list[Domain] = Field(min_length=1)
+    """Every switch domain; each node hangs under a domain of the last level."""
 
 
 class Network(Frozen):
     """Image pull rates: from the registry, and peer-to-peer inside a leaf (Gbps)."""
 
     registry_gbps: Positive = 10.0
+    """Image pull rate from the registry, Gbps per node."""
     p2p_gbps: Positive = 100.0
+    """Image pull rate from a peer node in the same leaf, Gbps."""
 
 
 class DeviceModel(Frozen):
     """An accelerator model: memory (GiB) and default relative speed (H100 = 1.0 by convention)."""
 
     memory_gib: NonNeg = 0.0
+    """Memory of one device, GiB."""
     speed: Positive = 1.0
+    """Default relative speed (H100 = 1.0 by convention), used where a job lists no `models`."""
 
 
 class Taint(Frozen):
     """A node taint; `NoSchedule` and `NoExecute` need a matching toleration, `PreferNoSchedule` is soft."""
 
     key: Identifier
+    """Taint key, as in Kubernetes."""
     value: str | None = None
+    """Taint value; None matches a toleration by key alone."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+    """`NoSchedule` and `NoExecute` need a matching toleration; `PreferNoSchedule` is soft."""
 
 
 class Devices(Frozen):
     """The node's accelerators: `count` devices of one `model`, indices 0..count-1."""
 
     model: Identifier
+    """The device model, a key of `Cluster.device_models`."""
     count: DeviceCount
+    """Number of devices on the node (0..64), indexed 0..count-1."""
     unhealthy: list[Count] = Field(default_factory=list)
+    """Indices of devices that may not be used."""
 
 
 class NodeShape(Frozen):
     """What a node is made of (shared by nodes and provisioning templates)."""
 
     capacity: dict[Identifier, NonNeg] = Field(default_factory=dict)
+    """Allocatable amount per resource: `cpu` in millicores, `memory` in MiB, `rdma_nics` in NICs, other names in
+    their own unit."""
     devices: Devices | None = None
+    """The node's accelerators; None: a CPU-only node."""
     interconnect: list[Annotated[list[Count], Field(min_length=1)]] | None = None
     """Groups of device indices; every group names at least one device (`[[]]` is refused)."""
     labels: dict[str, str] = Field(default_factory=dict)
+    """Node labels, matched by jobs' `node_selector`."""
     taints: list[Taint] = Field(default_factory=list)
+    """Node taints, tolerated by jobs' `tolerations`."""
 
 
 class Node(NodeShape):
@@ -95,52 +117,77 @@ class Node(NodeShape):
     """
 
     id: Identifier
+    """Unique node name; may not contain `/` (provisioned nodes are `<pool>/new-<i>`)."""
     domain: Identifier
+    """The leaf domain (a domain of the last topology level) the node hangs under."""
     pool: Identifier | None = None
+    """Its pricing pool (a `Pool.name`); required when pools are defined."""
     images: list[str] = Field(default_factory=list)
+    """Image layer digests cached on the node."""
     healthy: bool = True
+    """False: nothing new may be placed on the node."""
 
 
 class Provisionable(Frozen):
     """Nodes a plan may create in a pool (Karpenter-like): template, target leaf, limit, start-up time."""
 
     template: Identifier
+    """The `Cluster.node_templates` entry new nodes are made from."""
     domain: Identifier
+    """The leaf domain new nodes join."""
     max_nodes: NodeCount
+    """Most nodes a plan may create in the pool (0..100,000)."""
     startup_s: Seconds = 0.0
+    """Seconds from request to a usable node (reported, not yet enforced)."""
 
 
 class Pool(Frozen):
     """A pricing pool; `price_per_hour` is per node; spot pools have an interruption rate (1/h)."""
 
     name: Identifier
+    """Unique pool name, referenced by `Node.pool`."""
     pricing: Literal["reserved", "on_demand", "spot"]
+    """How its nodes are paid: `reserved` (sunk), `on_demand` or `spot` (interruptible)."""
     price_per_hour: NonNeg = 0.0
+    """Price of one node, $ per node-hour."""
     interruption_rate_per_hour: NonNeg = 0.0
+    """Spot interruptions per node-hour (1/h); 0 for other pools."""
     provisionable: Provisionable | None = None
+    """Nodes a plan may create in this pool; None: a fixed pool."""
 
 
 class Quota(Frozen):
     """Kueue-style quota of one flavor: nominal, and optional borrowing and lending limits."""
 
     nominal: NonNeg = 0.0
+    """Quota the tenant owns of the flavor: GPUs (shares as fractions) for a device model, the resource's unit
+    (millicores, MiB, ...) for a resource."""
     borrowing_limit: NonNeg | None = None
+    """Most the tenant may borrow beyond nominal from its cohort, same unit; None: no limit."""
     lending_limit: NonNeg | None = None
+    """Most of its unused nominal the tenant lends to its cohort, same unit; None: all of it."""
 
 
 class BorrowWithinCohort(Frozen):
     """Kueue's borrowWithinCohort: may preempt lower-priority jobs of others while borrowing."""
 
     policy: Literal["never", "lower_priority"] = "never"
+    """`lower_priority`: while borrowing, its jobs may reclaim lower-priority jobs of other tenants (and preempt
+    above nominal quota, rule 5); `never`: they may not."""
     max_priority_threshold: Priority | None = None
+    """Only victims of at most this priority; None: any lower priority."""
 
 
 class PreemptionPolicy(Frozen):
     """Kueue's ClusterQueue preemption policy (defaults are Kueue's: never)."""
 
     within_tenant: Literal["never", "lower_priority", "lower_or_newer_equal_priority"] = "never"
+    """Which of the tenant's own running jobs its jobs may preempt: `never`, `lower_priority`, or
+    `lower_or_newer_equal_priority` (also equal priority, submitted later)."""
     reclaim_within_cohort: Literal["never", "lower_priority", "any"] = "never"
+    """Which running jobs of cohort members that borrow its jobs may reclaim: `never`, `lower_priority`, or `any`."""
     borrow_within_cohort: BorrowWithinCohort | None = None
+    """Preemption while the tenant borrows (Kueue's borrowWithinCohort); None: never."""
 
 
 class Tenant(Frozen):
@@ -151,61 +198,95 @@ class Tenant(Frozen):
     """
 
     name: Identifier
+    """Unique tenant name (a Kueue ClusterQueue), referenced by `Job.tenant`."""
     cohort: str | None = None
+    """The cohort it borrows from and lends to; None: it uses only its nominal quota."""
     weight: Positive = 1.0
+    """Fair-share weight (positive), used by fair-sharing order and the `fairness` term."""
     quotas: dict[Identifier, Quota] = Field(default_factory=dict)
+    """Quota per flavor, in the tenant's flavor order: a device model name (GPUs) or a resource name (`cpu`,
+    `memory`, ...)."""
     preemption: PreemptionPolicy = Field(default_factory=PreemptionPolicy)
+    """Kueue's ClusterQueue preemption policy; defaults are Kueue's (never)."""
 
 
 class Layer(Frozen):
     """One image layer."""
 
     digest: Identifier
+    """Content digest of the layer."""
     bytes: Bytes
+    """Size of the layer, bytes."""
 
 
 class Dataset(Frozen):
     """A dataset (or checkpoint) and the domains (any level) that cache it."""
 
     bytes: Bytes
+    """Size of the dataset, bytes."""
     cached_at: list[Identifier] = Field(default_factory=list)
+    """Domains (any level) that hold a cached copy."""
 
 
 class ReplicaPlacement(Frozen):
     """Where one replica of a running job sits: node, device indices, share (fractional GPUs)."""
 
     group: Identifier
+    """The job's task group this replica belongs to."""
     replica: Count
+    """Replica index within the group, below the group's `replicas.max`."""
     node: Identifier
+    """The node it runs on."""
     devices: list[Count] = Field(default_factory=list)
+    """Device indices it holds on that node."""
     share: Share | None = None
+    """Share of its one device for a fractional request (0 < share <= 1); None: whole devices."""
 
 
 class RunningJob(Frozen):
     """A job already placed: its spec, start time, work since its last checkpoint, placement."""
 
     job: Job
+    """The job's spec, as queued."""
     started_at: Seconds = 0.0
+    """When it started, seconds (the clock of `Queue.now`)."""
     checkpoint_age_s: Seconds = 0.0
+    """Seconds of work since its last checkpoint, lost if it is evicted."""
     restart_s: Seconds = 0.0
+    """Seconds an evicted job needs to start again, also lost."""
     migratable: bool = False
+    """Whether a plan may evict it and place it again in the same round (`migrated`)."""
     placements: list[ReplicaPlacement] = Field(min_length=1)
+    """Where each of its replicas sits."""
 
 
 class Cluster(Frozen):
     """The state of the cluster at the start of a round."""
 
+    model_config = ConfigDict(json_schema_extra={"$id": SCHEMA_ID.format(document="cluster")})
+
     version: Literal["optsched/v1"] = "optsched/v1"
+    """The format version, `optsched/v1`."""
     topology: Topology
+    """Switch levels and domains, from the top."""
     network: Network = Field(default_factory=Network)
+    """Image pull rates."""
     device_models: dict[Identifier, DeviceModel] = Field(default_factory=dict)
+    """Accelerator models by name."""
     pools: list[Pool] = Field(default_factory=list)
+    """Pricing pools; when given, every node names one."""
     node_templates: dict[Identifier, NodeShape] = Field(default_factory=dict)
+    """Node shapes provisionable pools create nodes from, by name."""
     nodes: list[Node] = Field(min_length=1)
+    """Every schedulable node (at least one)."""
     images: dict[Identifier, list[Layer]] = Field(default_factory=dict)
+    """Container images by name: their layers."""
     datasets: dict[Identifier, Dataset] = Field(default_factory=dict)
+    """Datasets and checkpoints by name: size and where they are cached."""
     tenants: list[Tenant] = Field(default_factory=list)
+    """Teams with quotas (Kueue ClusterQueues); none: quota is not managed."""
     running: list[RunningJob] = Field(default_factory=list)
+    """Jobs already placed at the start of the round."""
 
 
 __all__ = [

@@ -32,8 +32,9 @@ class CandidateStats(Frozen):
     """A baseline plan the start plan was chosen among: its admitted value and what it cost."""
 
     admitted_value: float
+    """Its admitted value (the `admitted_value` term)."""
     disruption: float | None = None
-    """Lost GPU-hours of its evictions (the `kueue` candidate)."""
+    """Lost work of its evictions, GPU-equivalent hours (the `disruption` term; the `kueue` candidate)."""
     cost: float | None = None
     """$/h (the `karpenter` candidate)."""
     cut: bool = False
@@ -44,8 +45,11 @@ class ValueBoundStats(Frozen):
     """The aggregate LP value bound computed for the round (`optsched.solvers.bound`)."""
 
     value: float | None
+    """The bound on admitted value; None: not computed."""
     s: NonNeg
+    """Seconds the bound took."""
     status: str
+    """HiGHS's status for the LP."""
 
 
 class StartStats(Frozen):
@@ -54,8 +58,11 @@ class StartStats(Frozen):
     hint: str | None = None
     """The solver whose plan the start plan is (e.g. ``greedy:best-fit``, ``kueue``, ``best-fit+lp``)."""
     kueue: CandidateStats | None = None
+    """The `kueue` candidate plan, where tenants and running jobs made it one."""
     karpenter: CandidateStats | None = None
+    """The `karpenter` candidate plan, where nodes may be provisioned."""
     value_bound: ValueBoundStats | None = None
+    """The aggregate LP value bound, when it fit the time limit."""
     guided: dict[str, float | None] = Field(default_factory=dict)
     """Admitted value of each baseline rerun in the bound's order, by label (None: cut by the clock)."""
 
@@ -70,8 +77,11 @@ class ModelStats(Frozen):
     truncated_groups: int | None = None
     """Groups whose candidates were capped (then the model's bound is not the round's)."""
     variables: int | None = None
+    """Variables of the model."""
     constraints: int | None = None
+    """Constraints of the model."""
     hinted_vars: int | None = None
+    """Variables given a hint value from the start plan."""
     build: dict[str, float] = Field(default_factory=dict)
     """Seconds per part of the build (the variables, then each concern's encoding)."""
     build_s: float | None = None
@@ -79,7 +89,9 @@ class ModelStats(Frozen):
     hint_status: str | None = None
     """CP-SAT's status completing the start plan into every variable (INFEASIBLE: a model bug)."""
     hint_s: float | None = None
+    """Seconds completing the hint."""
     solve_s: float | None = None
+    """Seconds in the solver."""
     phases: int = 1
     """1, or 2 for a lexicographic order with a tolerance (the first term, then the rest)."""
     unmodelled_terms: list[str] = Field(default_factory=list)
@@ -94,6 +106,7 @@ class ModelStats(Frozen):
     trace: list[tuple[float, float, float | None]] = Field(default_factory=list)
     """(seconds from the call's start, admitted value, bound at that moment) per solution found."""
     tie: str | None = None
+    """How a tie with the start plan was settled (`hint kept`), if there was one."""
     violations: list[str] = Field(default_factory=list)
     """The validator's findings on a model plan that failed the check (a model bug)."""
 
@@ -102,13 +115,21 @@ class MilpStats(Frozen):
     """The HiGHS back end's translation and solve."""
 
     model_s: float | None = None
+    """Seconds building the round model."""
     translate_s: float | None = None
+    """Seconds translating it into HiGHS's arrays."""
     columns: int | None = None
+    """Columns (variables) of the MILP."""
     rows: int | None = None
+    """Rows (constraints) of the MILP."""
     nonzeros: int | None = None
+    """Nonzero coefficients of the MILP."""
     highs_status: str | None = None
+    """HiGHS's model status of the last solve."""
     levels: int | None = None
+    """Levels of a lexicographic objective (one solve each)."""
     levels_solved: int | None = None
+    """Levels solved within the time limit."""
 
 
 class StepStats(Frozen):
@@ -116,39 +137,53 @@ class StepStats(Frozen):
     of some preemptors' evictions."""
 
     kind: Literal["neighbourhood", "evictions"]
+    """`neighbourhood` (a part of the best plan re-solved) or `evictions` (some preemptors' evictions re-decided)."""
     step: int | None = None
+    """The step's number."""
     nodes: int | None = None
+    """Nodes in the sub-model."""
     placed: int | None = None
     """Jobs of the plan inside the neighbourhood (they may move)."""
     deferred: int | None = None
     """Deferred jobs the neighbourhood may admit."""
     preemptors: int | None = None
+    """Preemptors re-decided (`evictions` steps)."""
     victims: int | None = None
+    """Running jobs the step may evict."""
     left_s: float | None = None
     """Seconds left to the steps' deadline when the step began."""
     build_s: float | None = None
+    """Seconds building the sub-model."""
     hint_s: float | None = None
+    """Seconds completing its hint."""
     s: float | None = None
+    """Seconds the step took in all."""
     cpsat: str | None = None
     """CP-SAT's status."""
     phases: int = 1
+    """Solves of the step (2 for a lexicographic order with a tolerance)."""
     result: str = ""
+    """What the step changed, in words (e.g. value and lost work before and after)."""
 
 
 class PortfolioStats(Frozen):
     """The `greedy` portfolio: each baseline tried, its admitted value and seconds."""
 
     tried: dict[str, float] = Field(default_factory=dict)
+    """Admitted value of each baseline tried, by name."""
     seconds: dict[str, float] = Field(default_factory=dict)
+    """Seconds each baseline took, by name."""
 
 
 class ParetoStats(Frozen):
     """The Pareto set an `nsga2` plan was selected from."""
 
     objectives: list[str]
+    """The objective terms the Pareto set trades off."""
     selected_by: Any
     """The selection rule (``"knee"``, weights or bounds)."""
     front_size: int
+    """Plans on the Pareto front."""
     search: dict[str, Any] = Field(default_factory=dict)
     """The search's own statistics (`ParetoSet.stats`: evaluations, seconds, ...)."""
 
@@ -158,11 +193,17 @@ class SolverStats(Frozen):
     and what the solver did (module docstring)."""
 
     name: str
+    """The solver (and, for `auto` or a model solver's fallback, the route: `auto:cpsat`)."""
     status: SolverStatus = "heuristic"
+    """`optimal`, `feasible`, `fallback`, `heuristic` (`STATUS_MEANING` says what each means)."""
     bound: float | None = None
+    """A proven upper bound on the round's admitted value, where one is known."""
     gap: float | None = None
+    """(bound - admitted value) / bound, a fraction; None: no bound."""
     wall_s: NonNeg = 0.0
+    """Wall-clock seconds of the whole call, compile included."""
     seed: int = 0
+    """The random seed the solver was given."""
     reason: str | None = None
     """Why the plan is the one returned (e.g. why a model solver fell back to its start plan)."""
     route: str | None = None
@@ -170,12 +211,18 @@ class SolverStats(Frozen):
     auto: str | None = None
     """Why `auto` chose this back end."""
     start: StartStats | None = None
+    """How a model solver's start plan was found."""
     model: ModelStats | None = None
+    """The round model a model solver built and solved."""
     milp: MilpStats | None = None
+    """The HiGHS back end's translation and solve."""
     steps: list[StepStats] = Field(default_factory=list)
+    """The sub-model steps of a large round, in order."""
     improved: int = 0
     """Steps that improved the plan."""
     lp_bound_existing_nodes: float | None = None
     """The LP value bound over existing nodes, where nodes may be provisioned (it is then not the round's)."""
     portfolio: PortfolioStats | None = None
+    """The `greedy` portfolio's tries."""
     pareto: ParetoStats | None = None
+    """The Pareto set an `nsga2` plan was selected from."""

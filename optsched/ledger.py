@@ -36,16 +36,46 @@ class PlacedReplica:
 
 
 def flavor_use(p: Problem, group: GroupSpec, node: int) -> FArray:
-    """Quota usage (per flavor) of one replica of `group` on `node`."""
+    """Quota usage (per flavor) of one replica of `group` on `node`: its GPUs (shares as fractions)
+    for the flavors that count GPUs there, its request of the resource for the others
+    (`Problem.flavor_nodes`: where each flavor counts)."""
     use = np.zeros(len(p.flavors))
     if not len(use):
         return use
-    if group.gpu > 0:
-        use[p.flavor_is_model == p.node_model[node]] = group.gpu
+    on = p.flavor_nodes[:, node]
     res = p.flavor_resource
-    is_res = res >= 0
-    use[is_res] = group.req[res[is_res]]
+    gpu = on & (res < 0)
+    if group.gpu > 0:
+        use[gpu] = group.gpu
+    counted = on & (res >= 0)
+    use[counted] = group.req[res[counted]]
     return use
+
+
+def flavor_class(p: Problem) -> IArray:
+    """Per node, a class id shared by the nodes every flavor counts alike (the same column of
+    `Problem.flavor_nodes`): a replica's quota usage depends on its node only through it."""
+    return p.derived(FLAVOR_CLASS)
+
+
+def _flavor_class(p: Problem) -> IArray:
+    if not len(p.flavors):
+        return np.zeros(p.n_nodes, dtype=np.int64)
+    out: IArray = np.unique(p.flavor_nodes.T, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    out.setflags(write=False)
+    return out
+
+
+FLAVOR_CLASS: Derived[IArray] = Derived("ledger.flavor_class", _flavor_class)
+
+
+def counted_flavors(p: Problem, group: GroupSpec) -> BArray:
+    """Flavors that count something a replica of `group` asks for: its GPUs (flavors counting
+    GPUs, when it asks for devices) or a resource it requests (the others)."""
+    res = p.flavor_resource
+    out: BArray = np.where(res < 0, group.gpu > 0, group.req[np.maximum(res, 0)] > 0) if len(res) else \
+        np.zeros(0, dtype=bool)
+    return out
 
 
 def quota_broken(p: Problem, used: FArray, tenant: int) -> BArray:

@@ -220,9 +220,12 @@ class Problem:
     tenant_weight: FArray
     flavors: tuple[str, ...]
     flavor_is_model: IArray
-    """Per flavor: model index for device flavors, -1 for resource flavors."""
+    """Per flavor: model index for flavors named after a device model, else -1."""
     flavor_resource: IArray
-    """Per flavor: resource index for resource flavors, -1 for device flavors."""
+    """Per flavor: the resource index it counts, -1 for flavors that count GPUs."""
+    flavor_nodes: BArray
+    """(flavors, nodes): where each flavor counts (a device model's nodes, every node for a
+    resource, a ResourceFlavor's nodes for ``<flavor>/<resource>``; slots as their template)."""
     nominal: FArray
     borrow_limit: FArray
     lend_limit: FArray
@@ -351,7 +354,7 @@ def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: b
     node_index = {nid: i for i, nid in enumerate(node_ids)}
     topology, level_of = _topology_fields(cluster, shapes)
     devices = _device_fields(shapes, r_index, m_index, len(resources))
-    tenants = _tenant_fields(cluster, queue, r_index, m_index)
+    tenants = _tenant_fields(cluster, queue, r_index, m_index, shapes)
     jobs = tuple(_compile_job(j, i, m_index, m_speed, r_index, tenants["tenant_index"], level_of, False)
                  for i, j in enumerate(queue.jobs))
     running = _compile_running(cluster, m_index, m_speed, r_index, tenants["tenant_index"], level_of, node_index,
@@ -502,8 +505,10 @@ def _device_fields(shapes: list[NodeRow], r_index: dict[str, int], m_index: dict
             "group_size": _ro(np.array(group_size_l, dtype=np.int64))}
 
 
-def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_index: dict[str, int]) -> dict[str, Any]:
-    """Tenants (cohort, weight) and quota flavors (nominal, borrowing and lending limits)."""
+def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_index: dict[str, int],
+                   shapes: list[NodeRow]) -> dict[str, Any]:
+    """Tenants (cohort, weight) and quota flavors (nominal, borrowing and lending limits, the
+    nodes each counts on)."""
     tenant_names = [t.name for t in cluster.tenants]
     for job in [*queue.jobs, *(r.job for r in cluster.running)]:
         if job.tenant not in tenant_names:
@@ -540,11 +545,23 @@ def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_in
     borrow[no_cohort] = 0.0
     lend[no_cohort] = 0.0
     flavor_is_model = np.array([m_index.get(f, -1) for f in flavors], dtype=np.int64)
-    flavor_resource = np.array([r_index[f] if m_index.get(f, -1) < 0 and f in r_index else -1
-                                for f in flavors], dtype=np.int64)
+    counted = [f.split("/", 1)[1] if "/" in f else f for f in flavors]
+    flavor_resource = np.array([r_index[c] if m_index.get(f, -1) < 0 and c in r_index else -1
+                                for f, c in zip(flavors, counted, strict=True)], dtype=np.int64)
+    by_name = {rf.name: rf for rf in cluster.resource_flavors}
+    flavor_nodes = np.zeros((len(flavors), len(shapes)), dtype=bool)
+    for f, name in enumerate(flavors):
+        if "/" in name:
+            rf = by_name[name.split("/", 1)[0]]
+            flavor_nodes[f] = [all(row[3].labels.get(k) == v for k, v in rf.node_labels.items()) for row in shapes]
+        elif flavor_is_model[f] >= 0:
+            flavor_nodes[f] = [row[3].devices is not None and row[3].devices.model == name for row in shapes]
+        else:
+            flavor_nodes[f] = True
     return {"tenant_names": tuple(tenant_names), "tenant_index": t_index, "tenant_cohort": _ro(tenant_cohort),
             "tenant_weight": _ro(tenant_weight), "flavors": tuple(flavors),
             "flavor_is_model": _ro(flavor_is_model), "flavor_resource": _ro(flavor_resource),
+            "flavor_nodes": _ro(flavor_nodes),
             "nominal": _ro(nominal), "borrow_limit": _ro(borrow), "lend_limit": _ro(lend)}
 
 

@@ -174,17 +174,25 @@ def busy_rounds(draw: st.DrawFn, max_nodes: int = 8, max_jobs: int = 6,
 def contended_rounds(draw: st.DrawFn, max_nodes: int = 4, max_jobs: int = 10) -> tuple[Cluster, Queue]:
     """Tenants (mostly in one cohort) whose running jobs, mostly preemptible and of low priority,
     fill what a first queue got; the new queue asks again for the same shapes, often at higher
-    priority and for other tenants: preemption and reclaim have something to decide."""
-    from optsched.model import Quota, ReplicaPlacement, RunningJob
+    priority and for other tenants: preemption and reclaim have something to decide. Half of the
+    rounds split the nodes into two ResourceFlavors with GPU (and cpu) quotas per flavor."""
+    from optsched.model import Quota, ReplicaPlacement, ResourceFlavor, RunningJob
     from optsched.problem import compile_problem
     from optsched.solvers.greedy import solve_greedy
 
     cluster = draw(clusters(max_nodes=max_nodes, with_tenants=True))
     cohort = "org" if draw(st.integers(0, 3)) else None
+    split = draw(st.booleans())  # ResourceFlavors: the nodes in two halves by a label, quotas per half
+    if split:
+        nodes = [n.model_copy(update={"labels": {**n.labels, "half": "a" if i % 2 == 0 else "b"}})
+                 for i, n in enumerate(cluster.nodes)]
+        cluster = cluster.model_copy(update={"nodes": nodes, "resource_flavors": [
+            ResourceFlavor(name="fa", node_labels={"half": "a"}), ResourceFlavor(name="fb", node_labels={"half": "b"})]})
+    keys = (["fb/gpu", "fa/gpu"] + (["fa/cpu"] if draw(st.booleans()) else [])) if split else list(MODELS)
     tenants = []
     for t in cluster.tenants:  # quotas that admit some work, so that there is something to evict
-        quotas = {m: Quota(nominal=draw(st.sampled_from([0, 1, 2, 4, 8])),
-                           borrowing_limit=draw(st.sampled_from([None, 4, 8]))) for m in MODELS}
+        quotas = {k: Quota(nominal=draw(st.sampled_from([0, 1, 2, 4, 8])) * (1000 if k.endswith("/cpu") else 1),
+                           borrowing_limit=draw(st.sampled_from([None, 4, 8]))) for k in keys}
         tenants.append(t.model_copy(update={"cohort": cohort, "quotas": quotas}))
     cluster = cluster.model_copy(update={"tenants": tenants})
     names = [t.name for t in cluster.tenants]

@@ -422,13 +422,6 @@ class FlavorCase:
 
 
 FLAVOR_CASES: dict[str, FlavorCase] = {
-    "preempt try next flavor": FlavorCase(
-        {"test-clusterqueue": {"one": {"nominal": 10}, "two": {"nominal": 10}}},
-        {"test-clusterqueue": ("one", 2)}, 9, "two"),
-    "borrow before try next flavor": FlavorCase(
-        {"test-clusterqueue": {"one": {"nominal": 10, "borrowing_limit": 1}, "two": {"nominal": 10}},
-         "test-secondary-clusterqueue": {"one": {"nominal": 1}}},
-        {"test-clusterqueue": ("one", 2)}, 9, "one"),
     "resource not listed in clusterQueue": FlavorCase(
         {"test-clusterqueue": {"one": {"nominal": 4}}, "other-clusterqueue": {"two": {"nominal": 4}}},
         {}, 2, "", models=("two",), cohort=False),
@@ -469,6 +462,85 @@ def test_kueue_flavor_assignment_case(name: str) -> None:
     assert {pl.node.split("-")[0] for pl in plan.placements} == ({case.want_model} if case.want_model else set())
     if not case.want_model:
         assert [d.reason for d in plan.deferred] == ["quota"] and "lists no quota" in plan.deferred[0].detail
+    cpsat = solve_cpsat(p, time_limit=5.0)
+    assert check_problem(p, cpsat) == []
+    assert evaluate_problem(p, cpsat).admitted_value >= evaluate_problem(p, plan).admitted_value - 1e-9
+
+
+@dataclass(frozen=True)
+class ResourceFlavorCase:
+    """A TestAssignFlavors case as Kueue writes it: ResourceFlavors `one` and `two` are the nodes
+    labelled ``type: one`` / ``type: two`` (Kueue's fixtures: MakeResourceFlavor("one").NodeLabel
+    ("type", "one")), quotas are per (flavor, cpu) as ``one/cpu``, the ClusterQueue's usage is a
+    preemptible running job of lower priority on a node of the flavor (so that preemption there is
+    possible, as the case's oracle says), and the workload is one CPU pod."""
+
+    quotas: dict[str, dict[str, Any]]
+    usage: dict[str, tuple[str, int]]
+    request: int
+    want_flavor: str
+    evicts: bool = False
+    fungibility: dict[str, str] = field(default_factory=dict)
+    selector: dict[str, str] = field(default_factory=dict)
+
+
+RF_CASES: dict[str, ResourceFlavorCase] = {
+    "preempt try next flavor": ResourceFlavorCase(
+        {"test-clusterqueue": {"one/cpu": {"nominal": 10 * CPU}, "two/cpu": {"nominal": 10 * CPU}}},
+        {"test-clusterqueue": ("one", 2)}, 9, "two"),
+    "preempt before try next flavor": ResourceFlavorCase(
+        {"test-clusterqueue": {"one/cpu": {"nominal": 10 * CPU}, "two/cpu": {"nominal": 10 * CPU}}},
+        {"test-clusterqueue": ("one", 2)}, 9, "one", evicts=True,
+        fungibility={"when_can_borrow": "may_stop_search", "when_can_preempt": "may_stop_search"}),
+    "borrow try next flavor, found the second flavor": ResourceFlavorCase(
+        {"test-clusterqueue": {"one/cpu": {"nominal": 10 * CPU, "borrowing_limit": CPU}, "two/cpu": {"nominal": 10 * CPU}},
+         "test-secondary-clusterqueue": {"one/cpu": {"nominal": CPU}}},
+        {"test-clusterqueue": ("one", 2)}, 9, "two",
+        fungibility={"when_can_borrow": "try_next_flavor", "when_can_preempt": "try_next_flavor"}),
+    "borrow before try next flavor": ResourceFlavorCase(
+        {"test-clusterqueue": {"one/cpu": {"nominal": 10 * CPU, "borrowing_limit": CPU}, "two/cpu": {"nominal": 10 * CPU}},
+         "test-secondary-clusterqueue": {"one/cpu": {"nominal": CPU}}},
+        {"test-clusterqueue": ("one", 2)}, 9, "one"),
+    "multiple flavors, fits a node selector": ResourceFlavorCase(
+        {"test-clusterqueue": {"one/cpu": {"nominal": 4 * CPU}, "two/cpu": {"nominal": 4 * CPU}}},
+        {}, 1, "two", selector={"type": "two"}),
+}
+"""TestAssignFlavors cases on ResourceFlavors (flavorassigner_test.go; `pods` quotas left out: one
+pod never binds them). The node selector case's second key (`ignored1: foo`, which Kueue ignores
+as no flavor uses it) is left out: optsched's selector would need nodes to carry it."""
+
+
+def _rf_round(case: ResourceFlavorCase) -> tuple[Cluster, Queue]:
+    cohort = "test-cohort" if len(case.quotas) > 1 else None
+    first = next(iter(case.quotas))
+    tenants = [{"name": name, "cohort": cohort, "quotas": q, "flavor_fungibility": case.fungibility,
+                "preemption": {"within_tenant": "lower_priority"} if name == first else {}}
+               for name, q in case.quotas.items()]
+    nodes = [{"id": f"{f}-{i}", "domain": "z0", "labels": {"type": f},
+              "capacity": {"cpu": 64 * CPU, "memory": 1 << 20}} for f in ("one", "two") for i in range(2)]
+    running = [{"job": _job(f"{t}-usage", t, -1, cpus), "started_at": 0.0, "checkpoint_age_s": 60.0,
+                "placements": [{"group": "w", "replica": 0, "node": f"{f}-0"}]} for t, (f, cpus) in case.usage.items()]
+    cluster = Cluster.model_validate({
+        "topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
+        "resource_flavors": [{"name": f, "node_labels": {"type": f}} for f in ("one", "two")],
+        "nodes": nodes, "tenants": tenants, "running": running})
+    incoming = _job("in", first, 0, case.request)
+    incoming["groups"][0]["node_selector"] = case.selector
+    return cluster, Queue.model_validate({"now": 100.0, "jobs": [incoming]})
+
+
+@pytest.mark.parametrize("name", list(RF_CASES), ids=list(RF_CASES))
+def test_kueue_resource_flavor_assignment_case(name: str) -> None:
+    """flavorassigner_test.go TestAssignFlavors on ResourceFlavors: the workload lands on the
+    flavor Kueue assigns (and preempts there where Kueue's assignment mode is Preempt); cpsat's
+    plan is valid and admits at least as much."""
+    case = RF_CASES[name]
+    cluster, queue = _rf_round(case)
+    p = compile_problem(cluster, queue)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert {pl.node.split("-")[0] for pl in plan.placements} == {case.want_flavor}
+    assert bool(plan.evictions) == case.evicts
     cpsat = solve_cpsat(p, time_limit=5.0)
     assert check_problem(p, cpsat) == []
     assert evaluate_problem(p, cpsat).admitted_value >= evaluate_problem(p, plan).admitted_value - 1e-9

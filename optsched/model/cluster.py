@@ -190,6 +190,32 @@ class PreemptionPolicy(Frozen):
     """Preemption while the tenant borrows (Kueue's borrowWithinCohort); None: never."""
 
 
+class ResourceFlavor(Frozen):
+    """Kueue's ResourceFlavor as a node set: the nodes (and node templates) whose labels include
+    every entry of `node_labels`. A tenant's quota key ``<flavor>/<resource>`` (``gpu``, ``cpu``,
+    ``memory``, ...) then counts that resource of the replicas on the flavor's nodes, so two
+    flavors of one GPU model (reserved and spot H100s) carry separate quotas."""
+
+    name: Identifier
+    """Unique flavor name (no `/`), the first part of quota keys ``<flavor>/<resource>``."""
+    node_labels: dict[str, str] = Field(default_factory=dict)
+    """Labels a node must carry to belong to the flavor; empty: every node."""
+
+
+class FlavorFungibility(Frozen):
+    """Kueue's FlavorFungibility of a ClusterQueue: whether a workload whose current flavor fits
+    only by borrowing, or only by preempting, takes it or tries the next flavor first (Kueue's
+    defaults: take a borrowing fit, try the next flavor before preempting). The `kueue` baseline
+    follows it; the validator and the models do not (they judge plans, not search orders)."""
+
+    when_can_borrow: Literal["may_stop_search", "try_next_flavor"] = "may_stop_search"
+    """`may_stop_search`: a flavor that fits by borrowing is taken; `try_next_flavor`: a later one
+    that fits without borrowing is preferred."""
+    when_can_preempt: Literal["may_stop_search", "try_next_flavor"] = "try_next_flavor"
+    """`try_next_flavor`: a flavor that needs preemption is passed over for a later one that fits;
+    `may_stop_search`: the first flavor that may preempt is taken."""
+
+
 class Tenant(Frozen):
     """A team (Kueue ClusterQueue): cohort, fair-share weight, quotas per flavor.
 
@@ -204,10 +230,13 @@ class Tenant(Frozen):
     weight: Positive = 1.0
     """Fair-share weight (positive), used by fair-sharing order and the `fairness` term."""
     quotas: dict[Identifier, Quota] = Field(default_factory=dict)
-    """Quota per flavor, in the tenant's flavor order: a device model name (GPUs) or a resource name (`cpu`,
-    `memory`, ...)."""
+    """Quota per flavor, in the tenant's flavor order: a device model name (its GPUs on every node),
+    a resource name (`cpu`, `memory`, ...: on every node), or ``<resource flavor>/<resource>``
+    (``gpu`` or a resource, on the flavor's nodes)."""
     preemption: PreemptionPolicy = Field(default_factory=PreemptionPolicy)
     """Kueue's ClusterQueue preemption policy; defaults are Kueue's (never)."""
+    flavor_fungibility: FlavorFungibility = Field(default_factory=FlavorFungibility)
+    """How the `kueue` baseline walks the tenant's flavors (Kueue's defaults)."""
 
 
 class Layer(Frozen):
@@ -283,6 +312,8 @@ class Cluster(Frozen):
     """Container images by name: their layers."""
     datasets: dict[Identifier, Dataset] = Field(default_factory=dict)
     """Datasets and checkpoints by name: size and where they are cached."""
+    resource_flavors: list[ResourceFlavor] = Field(default_factory=list)
+    """Kueue ResourceFlavors as node sets, for quota keys ``<flavor>/<resource>``."""
     tenants: list[Tenant] = Field(default_factory=list)
     """Teams with quotas (Kueue ClusterQueues); none: quota is not managed."""
     running: list[RunningJob] = Field(default_factory=list)
@@ -297,6 +328,7 @@ __all__ = [
     "DeviceModel",
     "Devices",
     "Domain",
+    "FlavorFungibility",
     "Layer",
     "Network",
     "Node",
@@ -306,6 +338,7 @@ __all__ = [
     "Provisionable",
     "Quota",
     "ReplicaPlacement",
+    "ResourceFlavor",
     "RunningJob",
     "Taint",
     "Tenant",

@@ -119,20 +119,82 @@ def cluster_problems(cluster: Cluster) -> list[InputIssue]:
                 out.append(InputIssue(f"datasets.{name}.cached_at[{k}]", "unknown_reference",
                                       f"{dom!r} is not a domain"))
 
-    flavors = set(cluster.device_models) | set(BASE_RESOURCES)
+    resources = set(BASE_RESOURCES)
+    models = set(cluster.device_models)
     for shape in [*cluster.nodes, *cluster.node_templates.values()]:
-        flavors |= set(shape.capacity)
+        resources |= set(shape.capacity)
         if shape.devices:
-            flavors.add(shape.devices.model)
+            models.add(shape.devices.model)
+    rf_names = [f.name for f in cluster.resource_flavors]
+    for dup in _duplicates(rf_names):
+        out.append(InputIssue("resource_flavors", "duplicate_id", f"resource flavor {dup!r} defined twice"))
+    for k, rf in enumerate(cluster.resource_flavors):
+        if "/" in rf.name:
+            out.append(InputIssue(f"resource_flavors[{k}].name", "reserved_name",
+                                  "'/' separates a flavor from a resource in quota keys"))
     for dup in _duplicates(t.name for t in cluster.tenants):
         out.append(InputIssue("tenants", "duplicate_id", f"tenant {dup!r} defined twice"))
     for i, t in enumerate(cluster.tenants):
         for flavor in t.quotas:
-            if flavor not in flavors:
-                out.append(InputIssue(f"tenants[{i}].quotas.{flavor}", "unknown_reference",
-                                   f"flavor {flavor!r} is neither a device model nor a resource"))
+            why = _quota_key_problem(flavor, models, resources, set(rf_names))
+            if why:
+                out.append(InputIssue(f"tenants[{i}].quotas.{flavor}", "unknown_reference", why))
+    out.extend(_overlapping_quota_keys(cluster, models, resources))
 
     out.extend(_running_problems(cluster))
+    return out
+
+
+def _quota_key_problem(key: str, models: set[str], resources: set[str], flavors: set[str]) -> str:
+    """Why a quota key names nothing (empty when it names a device model, a resource, or
+    ``<resource flavor>/<gpu or resource>``)."""
+    if "/" not in key:
+        return "" if key in models or key in resources else (
+            f"flavor {key!r} is neither a device model, a resource nor <resource flavor>/<resource>")
+    name, resource = key.split("/", 1)
+    if name not in flavors:
+        return f"{name!r} is not a resource flavor (resource_flavors)"
+    if resource != "gpu" and resource not in resources:
+        return f"{resource!r} is neither gpu nor a resource"
+    return ""
+
+
+def quota_key_nodes(cluster: Cluster, key: str) -> tuple[str, list[bool]]:
+    """(what the quota key counts: ``gpu`` or a resource name, and per node and then per node
+    template whether it counts there): a device model's GPUs on its nodes, a resource on every
+    node, ``<flavor>/<resource>`` on the resource flavor's nodes (labels include its node_labels)."""
+    shapes = [*cluster.nodes, *cluster.node_templates.values()]
+    if "/" in key:
+        name, resource = key.split("/", 1)
+        rf = next(f for f in cluster.resource_flavors if f.name == name)
+        return resource, [all(s.labels.get(k) == v for k, v in rf.node_labels.items()) for s in shapes]
+    models = {s.devices.model for s in shapes if s.devices} | set(cluster.device_models)
+    if key in models:
+        return "gpu", [s.devices is not None and s.devices.model == key for s in shapes]
+    return key, [True] * len(shapes)
+
+
+def _overlapping_quota_keys(cluster: Cluster, models: set[str], resources: set[str]) -> list[InputIssue]:
+    """Two quota keys that count the same resource on one node: a replica there would be counted
+    against two quotas (Kueue assigns one flavor per resource)."""
+    names = {f.name for f in cluster.resource_flavors}
+    keys: list[str] = []
+    for t in cluster.tenants:
+        keys.extend(k for k in t.quotas if k not in keys and not _quota_key_problem(k, models, resources, names))
+    ids = [n.id for n in cluster.nodes] + [f"template {name}" for name in cluster.node_templates]
+    owner: dict[tuple[str, int], str] = {}
+    out = []
+    for key in keys:
+        what, nodes = quota_key_nodes(cluster, key)
+        for n, there in enumerate(nodes):
+            if not there:
+                continue
+            other = owner.setdefault((what, n), key)
+            if other != key:
+                out.append(InputIssue(f"tenants.quotas.{key}", "overlapping_flavors",
+                                      f"{key!r} and {other!r} both count {what} on {ids[n]}: a replica there "
+                                      "would use two quotas"))
+                break
     return out
 
 

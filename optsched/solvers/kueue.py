@@ -60,7 +60,7 @@ import numpy as np
 
 from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import preemption, quota
-from optsched.ledger import EPS, PlacedReplica, flavor_use, quota_broken
+from optsched.ledger import EPS, PlacedReplica, counted_flavors, flavor_use, quota_broken
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
@@ -89,12 +89,12 @@ class FlavorAssignment:
 
     need: FArray
     """Quota the job's minimum replicas need per flavor on the assigned flavors."""
-    models: dict[int, int]
-    """GPU group index -> the device model (flavor) assigned; groups not listed keep every model."""
+    flavors: dict[int, int]
+    """Group index -> the flavor assigned (its nodes); groups not listed keep every node."""
     no_fit: str
     """Why no flavor can take the job (Kueue's `noFit`), or empty."""
     later: dict[int, list[int]] = field(default_factory=dict)
-    """GPU group index -> the later models in its tenant's order whose quota also fits."""
+    """Group index -> the later flavors in its tenant's order whose quota also fits."""
 
 
 class KueueEngine(GreedyEngine):
@@ -115,9 +115,12 @@ class KueueEngine(GreedyEngine):
         """perf_counter time after which jobs are no longer given preemption attempts."""
         self._assigned: dict[int, FlavorAssignment] = {}
         """Flavor assignments fixed while a job is admitted (`admit`); others are computed afresh."""
-        self._eligible_models: dict[tuple[int, int, int], bool] = {}
-        self._model_flavor = {int(m): f for f, m in enumerate(p.flavor_is_model.tolist()) if m >= 0}
-        """Device model -> its quota flavor (the models some tenant manages)."""
+        self._needs: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
+        """`_need_for` by (job, assigned flavors): it does not depend on usage."""
+        self._eligible_flavors: dict[tuple[int, int, int], bool] = {}
+        """(job, group, flavor) -> some node of the flavor may hold the group."""
+        self._quantity: dict[tuple[int, int, int], int | None] = {}
+        """(job, group, -1) -> `_assigned_quantity`."""
         self.held = np.zeros((len(p.tenant_names), len(p.flavors)))
         """Quota usage held for pending preemptors (`_hold_capacity`), per tenant and flavor."""
         self._trials: dict[tuple[int, tuple[int, ...], bool], Attempt | None] = {}
@@ -126,63 +129,139 @@ class KueueEngine(GreedyEngine):
     # ------------------------------------------------------------------ flavors
     def _assign(self, job: JobSpec) -> FlavorAssignment:
         """Kueue's flavor assignment (pkg/scheduler/flavorassigner/flavorassigner.go) for the job's
-        minimum replicas, with the default FlavorFungibility (`whenCanBorrow: MayStopSearch`,
-        `whenCanPreempt: TryNextFlavor`): each GPU group tries the device models it allows in the
-        order its tenant lists their quotas, with the usage of the groups before it; the first
-        flavor whose quota fits (borrowing or not) is taken; one that needs preemption is passed
-        over for a later one that fits, and when none fits the first one that may preempt (rule 5,
-        and a running job there the policies allow) is taken, else the first that may preempt at
-        all, else none (`noFit`). A model the tenant lists no quota for is not tried (the
-        ClusterQueue lacks the flavor). A group that allows a model no tenant manages keeps every
-        allowed model (nothing to assign), as does a job of an undefined tenant."""
+        minimum replicas. Each GPU group tries the flavors counting GPUs (device models, or
+        ``<resource flavor>/gpu``), a CPU group those of a resource that ResourceFlavors split
+        (``<flavor>/cpu``), in the order its tenant lists their quotas, with the usage of the
+        groups before it, its other requests counted on the same nodes' flavors; with the
+        default FlavorFungibility (`when_can_borrow: may_stop_search`, `when_can_preempt:
+        try_next_flavor`) the first flavor whose quota fits, borrowing or not, is taken, and one
+        that needs preemption is passed over for a later one that fits; `try_next_flavor` for
+        borrowing prefers a later flavor that fits without borrowing, `may_stop_search` for
+        preemption takes the first flavor that may preempt. When none fits, the first that may
+        preempt (rule 5, and a running job there the policies allow) is taken, else the first
+        that may preempt at all, else none (`noFit`). A flavor the tenant lists no quota for is
+        not tried (the ClusterQueue lacks it), nor one none of whose nodes may hold the group
+        (`_flavor_eligible`). A group with nothing to assign (`_assigned_quantity`) keeps every
+        node, as does a job of an undefined tenant."""
         known = self._assigned.get(job.index)
         if known is not None:
             return known
         p = self.p
         t = job.tenant
-        need = np.zeros(len(p.flavors))
-        res = p.flavor_resource >= 0
-        for g in job.groups:
-            need[res] += g.req[p.flavor_resource[res]] * g.rmin
-        models: dict[int, int] = {}
+        flavors: dict[int, int] = {}
         later: dict[int, list[int]] = {}
         if t >= len(p.cluster.tenants) or not len(p.flavors):
-            return FlavorAssignment(quota.min_need(p, job, p.nominal[t] - self.ledger.quota_used[t]), models, "")
-        listed = self._listed_models(t)
+            return FlavorAssignment(quota.min_need(p, job, p.nominal[t] - self.ledger.quota_used[t]), flavors, "")
+        fungibility = p.cluster.tenants[t].flavor_fungibility
         used = self.ledger.quota_used
         for g in job.groups:
-            if g.gpu <= 0:
+            what = self._assigned_quantity(job, g)
+            if what is None:
                 continue
-            allowed = set(np.flatnonzero(g.model_speed > 0).tolist())
-            if not allowed <= set(self._model_flavor):
-                continue  # a model outside quota: nothing to assign, as `quota.min_need`
-            order = [m for m in listed if m in allowed and self._model_eligible(job, g, m)]
+            order = [f for f in self._listed_flavors(t, what) if self._flavor_eligible(job, g, f)]
             if not order:
-                return FlavorAssignment(need, models, f"its tenant {p.tenant_names[t]} lists no quota for the device "
-                                                      f"models group {g.spec.name} allows")
-            preempt_in: list[int] = []
+                return FlavorAssignment(self._need_for(job, flavors), flavors,
+                                        f"its tenant {p.tenant_names[t]} lists no quota for a flavor whose nodes "
+                                        f"may hold group {g.spec.name}")
+            base = self._need_for(job, flavors)
             fits: list[int] = []
-            for m in order:
-                f = self._model_flavor[m]
-                trial = need.copy()
-                trial[f] += g.gpu * g.rmin
+            fits_nominal: list[int] = []
+            preempt_in: list[int] = []
+            for f in order:
+                trial = self._need_for(job, {**flavors, g.index: f})
                 after = used.copy()
                 after[t] += trial
-                if not quota_broken(p, after, t)[f]:
-                    fits.append(m)
+                touched = trial > base + EPS
+                if not np.any(quota_broken(p, after, t) & touched):
+                    fits.append(f)
+                    if not np.any((after[t] > p.nominal[t] + EPS * np.maximum(1.0, p.nominal[t])) & touched):
+                        fits_nominal.append(f)
                 elif not self._no_fit(job, trial, after):
-                    preempt_in.append(m)
+                    preempt_in.append(f)
+            if fungibility.when_can_borrow == "try_next_flavor" and fits_nominal:
+                fits = fits_nominal + [f for f in fits if f not in fits_nominal]
+            if fungibility.when_can_preempt == "may_stop_search" and preempt_in:
+                first_preempt = order.index(preempt_in[0])
+                if not fits or order.index(fits[0]) > first_preempt:
+                    fits = []  # the first flavor that may preempt comes before any that fits: take it
             if fits:
-                models[g.index] = fits[0]
+                flavors[g.index] = fits[0]
                 later[g.index] = fits[1:]
             elif preempt_in:
-                models[g.index] = next((m for m in preempt_in if self._victims_hold(job, self._model_flavor[m])),
-                                       preempt_in[0])
+                flavors[g.index] = next((f for f in preempt_in if self._victims_hold(job, f)), preempt_in[0])
             else:
-                return FlavorAssignment(need, models, f"no device model group {g.spec.name} allows fits its "
-                                                      "tenant's quota, and none may preempt for it")
-            need[self._model_flavor[models[g.index]]] += g.gpu * g.rmin
-        return FlavorAssignment(need, models, "", later)
+                return FlavorAssignment(self._need_for(job, flavors), flavors,
+                                        f"no flavor group {g.spec.name} may use fits its tenant's quota, and none "
+                                        "may preempt for it")
+        return FlavorAssignment(self._need_for(job, flavors), flavors, "", later)
+
+    def _need_for(self, job: JobSpec, flavors: dict[int, int]) -> FArray:
+        """Quota the job's minimum replicas need per flavor with GPU groups on the nodes of the
+        flavors `flavors` assigns them (others on every node they may use): for each thing a group
+        asks for, the one flavor counting it on all those nodes (none when several split them or
+        some node counts it nowhere: the replicas may avoid quota; `quota.min_need` picks then)."""
+        key = (job.index, tuple(sorted(flavors.items())))
+        known = self._needs.get(key)
+        if known is not None:
+            return known.copy()
+        p = self.p
+        need = np.zeros(len(p.flavors))
+        self._needs[key] = need
+        res = p.flavor_resource
+        for g in job.groups:
+            if g.rmin <= 0:
+                continue
+            nodes = eligibility.mask(p, job, g)
+            if g.index in flavors:
+                nodes = nodes & p.flavor_nodes[flavors[g.index]]
+            if not nodes.any():
+                continue
+            covering = counted_flavors(p, g) & p.flavor_nodes[:, nodes].all(axis=1)
+            for f in np.flatnonzero(covering).tolist():
+                need[f] += (g.gpu if res[f] < 0 else float(g.req[res[f]])) * g.rmin
+        return need.copy()
+
+    def _assigned_quantity(self, job: JobSpec, group: GroupSpec) -> int | None:
+        """What the group's flavor is assigned by: its GPUs (-1) when it asks for devices, else the
+        first resource it requests that flavors count on only some nodes (a resource group of
+        ResourceFlavors, ``<flavor>/cpu``); None when nothing is to assign: every usable node must
+        be counted by a flavor of that quantity (else its replicas may avoid quota), and a
+        resource counted on every node by one flavor needs no choice."""
+        key = (job.index, group.index, -1)
+        if key in self._quantity:
+            return self._quantity[key]
+        p = self.p
+        res = p.flavor_resource
+        usable = eligibility.mask(p, job, group)
+        counted = counted_flavors(p, group)
+        candidates = [-1] if group.gpu > 0 else sorted({int(r) for r in res[counted] if r >= 0})
+        out = None
+        for what in candidates:
+            cols = counted & (res == what)
+            if not cols.any() or not p.flavor_nodes[cols][:, usable].any(axis=0).all():
+                continue
+            if what < 0 or not p.flavor_nodes[cols][:, usable].all(axis=1).any():  # a choice to make
+                out = what
+                break
+        self._quantity[key] = out
+        return out
+
+    def _flavor_eligible(self, job: JobSpec, group: GroupSpec, flavor: int) -> bool:
+        """Whether some node of `flavor` may ever hold a replica of `group` (`eligibility.mask`):
+        Kueue skips a flavor whose node labels and taints the pod does not match; a flavor none
+        of whose nodes has the pod's shape would leave it pending, so it is skipped too."""
+        key = (job.index, group.index, flavor)
+        known = self._eligible_flavors.get(key)
+        if known is None:
+            known = self._eligible_flavors[key] = bool(
+                np.any(eligibility.mask(self.p, job, group) & self.p.flavor_nodes[flavor]))
+        return known
+
+    def _listed_flavors(self, tenant: int, what: int) -> list[int]:
+        """Flavors counting `what` (-1: GPUs, else a resource index) whose quota the tenant lists,
+        in its order (its ClusterQueue's flavors)."""
+        index = {name: f for f, name in enumerate(self.p.flavors)}
+        return [index[k] for k in self.p.cluster.tenants[tenant].quotas if self.p.flavor_resource[index[k]] == what]
 
     def _next_flavors(self, job: JobSpec, assignment: FlavorAssignment) -> FlavorAssignment | None:
         """The assignment with each GPU group that has one on its next flavor whose quota fits, or
@@ -190,33 +269,12 @@ class KueueEngine(GreedyEngine):
         scheduling finds no room there, so the flavor does not fit and the next is tried)."""
         if not any(assignment.later.values()):
             return None
-        models = dict(assignment.models)
+        flavors = dict(assignment.flavors)
         later = {g: list(rest) for g, rest in assignment.later.items()}
-        need = assignment.need.copy()
         for g, rest in later.items():
             if rest:
-                gpus = job.groups[g].gpu * job.groups[g].rmin
-                need[self._model_flavor[models[g]]] -= gpus
-                models[g] = rest.pop(0)
-                need[self._model_flavor[models[g]]] += gpus
-        return FlavorAssignment(need, models, "", later)
-
-    def _model_eligible(self, job: JobSpec, group: GroupSpec, model: int) -> bool:
-        """Whether some node of `model` may ever hold a replica of `group` (`eligibility.mask`): Kueue
-        skips a flavor whose node labels and taints the pod does not match; a flavor none of whose
-        nodes has the pod's shape would leave it pending, so it is skipped too."""
-        key = (job.index, group.index, model)
-        known = self._eligible_models.get(key)
-        if known is None:
-            known = self._eligible_models[key] = bool(
-                np.any(eligibility.mask(self.p, job, group) & (self.p.node_model == model)))
-        return known
-
-    def _listed_models(self, tenant: int) -> list[int]:
-        """Device models whose quota the tenant lists, in its order (its ClusterQueue's flavors)."""
-        index = {name: i for i, name in enumerate(self.p.models)}
-        return [index[name] for name in self.p.cluster.tenants[tenant].quotas if name in index
-                and index[name] in self._model_flavor]
+                flavors[g] = rest.pop(0)
+        return FlavorAssignment(self._need_for(job, flavors), flavors, "", later)
 
     def _victims_hold(self, job: JobSpec, flavor: int) -> bool:
         """Whether some running job the tenant's policies may let the job preempt or reclaim holds
@@ -236,21 +294,21 @@ class KueueEngine(GreedyEngine):
         return bool(np.any(ok & (same | other)))
 
     def device_nodes(self, job: JobSpec) -> BArray:
-        """The base engine's device nodes, on the models assigned to the job's GPU groups."""
+        """The base engine's device nodes, on the nodes of the flavors assigned to the job's GPU groups."""
         out = super().device_nodes(job)
-        models = self._assign(job).models
-        if models:
-            out = out & np.isin(self.p.node_model, list(models.values()))
+        flavors = self._assign(job).flavors
+        if flavors:
+            out = out & self.p.flavor_nodes[list(flavors.values())].any(axis=0)
         return out
 
     def replica_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
-        """The base engine's colocation mask, and a GPU group's assigned flavor: the nodes of its
-        device model (Kueue places pods on the flavor's nodes after assigning it)."""
+        """The base engine's colocation mask, and a GPU group's assigned flavor: its nodes (Kueue
+        places pods on the flavor's nodes after assigning it)."""
         extra = super().replica_restrict(job, group, placed)
-        model = self._assign(job).models.get(group.index)
-        if model is None:
+        flavor = self._assign(job).flavors.get(group.index)
+        if flavor is None:
             return extra
-        on = self.p.node_model == model
+        on = self.p.flavor_nodes[flavor]
         return on if extra is None else extra & on
 
     # ------------------------------------------------------------------ quota arithmetic

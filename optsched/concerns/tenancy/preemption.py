@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optsched.concerns import eligibility
 from optsched.concerns.base import Violation
-from optsched.ledger import EPS, Ledger, flavor_use, quota_broken
+from optsched.ledger import EPS, Ledger, counted_flavors, flavor_use, quota_broken
 from optsched.model.plan import Eviction, Plan
 from optsched.problem import BArray, Derived, FArray, JobSpec, Problem
 from optsched.view import PlanView
@@ -383,18 +384,16 @@ DISRUPTION_SCALE = 1000
 
 
 def sure_flavors(p: Problem, job: JobSpec) -> BArray:
-    """Flavors every admission of `job` uses: resources its required replicas request, and the
-    device model of a GPU group that allows only one quota-managed model."""
+    """Flavors every admission of `job` uses: a flavor counting something a required replica
+    asks for, on every node that replica may use (a resource on every node; the device model of
+    a GPU group that can only land on that model's nodes)."""
     out = np.zeros(len(p.flavors), dtype=bool)
     for g in job.groups:
         if g.rmin <= 0:
             continue
-        res = p.flavor_resource >= 0
-        out[res] |= g.req[p.flavor_resource[res]] > 0
-        if g.gpu > 0:
-            models = np.flatnonzero(g.model_speed > 0)
-            if len(models) == 1:
-                out |= p.flavor_is_model == models[0]
+        usable = eligibility.mask(p, job, g)
+        if usable.any():
+            out |= counted_flavors(p, g) & p.flavor_nodes[:, usable].all(axis=1)
     return out
 
 
@@ -402,10 +401,7 @@ def possible_flavors(p: Problem, job: JobSpec) -> BArray:
     """Flavors some admission of `job` may use."""
     out = np.zeros(len(p.flavors), dtype=bool)
     for g in job.groups:
-        res = p.flavor_resource >= 0
-        out[res] |= g.req[p.flavor_resource[res]] > 0
-        if g.gpu > 0:
-            out |= np.isin(p.flavor_is_model, np.flatnonzero(g.model_speed > 0))
+        out |= counted_flavors(p, g) & (p.flavor_nodes & eligibility.mask(p, job, g)).any(axis=1)
     return out
 
 
@@ -483,18 +479,20 @@ def _build_job_table(p: Problem) -> _JobTable:
 
 
 def _use_range(p: Problem, job: JobSpec) -> tuple[FArray, FArray]:
-    """(least, most) quota usage per flavor of an admission of `job` (`_JobTable.min_use`, `max_use`)."""
+    """(least, most) quota usage per flavor of an admission of `job` (`_JobTable.min_use`,
+    `max_use`): the least counts the flavors its required replicas cannot avoid (`sure_flavors`,
+    per group), the most every flavor they may use at the groups' maximum replicas."""
     lo, hi = np.zeros(len(p.flavors)), np.zeros(len(p.flavors))
-    res = p.flavor_resource >= 0
+    res = p.flavor_resource
     for g in job.groups:
-        lo[res] += g.req[p.flavor_resource[res]] * g.rmin
-        hi[res] += g.req[p.flavor_resource[res]] * g.rmax
-        if g.gpu > 0:
-            models = np.flatnonzero(g.model_speed > 0)
-            on = np.isin(p.flavor_is_model, models)
-            hi[on] += g.gpu * g.rmax
-            if len(models) == 1:
-                lo[on] += g.gpu * g.rmin
+        usable = eligibility.mask(p, job, g)
+        counted = counted_flavors(p, g)
+        amount = np.where(res < 0, g.gpu, g.req[np.maximum(res, 0)]) if len(res) else np.zeros(0)
+        may = counted & (p.flavor_nodes & usable).any(axis=1)
+        hi[may] += amount[may] * g.rmax
+        if g.rmin > 0 and usable.any():
+            sure = counted & p.flavor_nodes[:, usable].all(axis=1)
+            lo[sure] += amount[sure] * g.rmin
     return lo, hi
 
 
@@ -586,10 +584,9 @@ def _uses(r: RoundModel, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]
     lit = cache.get((job.index, f))
     if lit is None:
         lit = cache[(job.index, f)] = r.model.new_bool_var(f"uses[{job.index},{f}]")
-        model, res = int(p.flavor_is_model[f]), int(p.flavor_resource[f])
-        on = [r.y[k] for k in r.job_keys(job.index)
-              if (model >= 0 and job.groups[k[1]].gpu > 0 and int(p.node_model[k[2]]) == model)
-              or (res >= 0 and job.groups[k[1]].req[res] > 0)]
+        res = int(p.flavor_resource[f])
+        on = [r.y[k] for k in r.job_keys(job.index) if p.flavor_nodes[f, k[2]]
+              and (job.groups[k[1]].gpu > 0 if res < 0 else job.groups[k[1]].req[res] > 0)]
         r.model.add(lit <= r.a[job.index])
         r.model.add(r.sum(on) >= 1).only_enforce_if(lit)
         r.model.add(r.sum(on) == 0).only_enforce_if(lit.Not())  # both ways: `within` reads it

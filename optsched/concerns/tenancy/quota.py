@@ -8,7 +8,8 @@ lending limit L (L defaults to N):
   its members lend: sum_t b_t <= sum_t min(L_t, max(0, N_t - u_t)).
 
 Usage counts GPUs of a device model (fractional shares as fractions) against the flavor named
-after the model, and resources (cpu, memory, ...) against flavors named after them.
+after the model, resources (cpu, memory, ...) against flavors named after them, and either on a
+ResourceFlavor's nodes against ``<flavor>/<gpu or resource>`` (`Problem.flavor_nodes`).
 The fairness term is the weighted DRF deviation (see `term`).
 """
 
@@ -20,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optsched.concerns import eligibility
 from optsched.concerns.base import Violation
 from optsched.concerns.tenancy import preemption
-from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_use
+from optsched.ledger import EPS, Ledger, PlacedReplica, counted_flavors, flavor_class, flavor_use
 from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
 
@@ -80,22 +82,28 @@ def job_problem(p: Problem, ledger: Ledger, job: JobSpec, placed: Sequence[Place
 
 
 def min_need(p: Problem, job: JobSpec, left: FArray) -> FArray:
-    """Quota (per flavor) the job's minimum replicas need, each GPU group on the allowed device
-    model whose flavor has the most of `left` (the tenant's nominal quota left; Kueue tries a
-    workload's flavors in order and takes the first that fits)."""
+    """Quota (per flavor) the job's minimum replicas need. Per group and per thing it asks for
+    (GPUs, each resource): when the flavors counting it cover every node the group may use, its
+    minimum replicas count against the one of them with the most of `left` (the tenant's nominal
+    quota left; Kueue tries a workload's flavors in order and takes the first that fits), the
+    only one when a single flavor covers them all; when some such node counts it nowhere, the
+    replicas may avoid quota and nothing is needed."""
     need = np.zeros(len(p.flavors))
     if not len(p.flavors):
         return need
+    res = p.flavor_resource
     for g in job.groups:
-        res = p.flavor_resource >= 0
-        need[res] += g.req[p.flavor_resource[res]] * g.rmin
-        if g.gpu > 0:
-            allowed = np.flatnonzero(g.model_speed > 0)
-            fl = [np.flatnonzero(p.flavor_is_model == m) for m in allowed]
-            managed = [(m, f[0]) for m, f in zip(allowed, fl, strict=True) if len(f)]
-            if managed and len(managed) == len(allowed):  # every allowed model is quota-managed
-                _, best = max(managed, key=lambda mf: left[mf[1]] - need[mf[1]])
-                need[best] += g.gpu * g.rmin
+        if g.rmin <= 0:
+            continue
+        usable = eligibility.mask(p, job, g)
+        counted = counted_flavors(p, g)
+        for what in np.unique(res[counted]).tolist():
+            cols = np.flatnonzero(counted & (res == what) & (p.flavor_nodes & usable).any(axis=1))
+            if not len(cols) or not p.flavor_nodes[cols][:, usable].any(axis=0).all():
+                continue  # some usable node counts it nowhere
+            amount = g.gpu if what < 0 else float(g.req[what])
+            best = max(cols.tolist(), key=lambda f: left[f] - need[f])
+            need[best] += amount * g.rmin
     return need
 
 
@@ -260,15 +268,16 @@ def cpsat(r: RoundModel) -> None:
     scale = 1000
     new: dict[tuple[int, int], list[tuple[int, Any]]] = {}
     kept: dict[tuple[int, int], list[tuple[int, Any]]] = {}
-    uses: dict[tuple[int, int, int], list[tuple[int, int]]] = {}  # per (job, group, node model)
+    uses: dict[tuple[int, int, int], list[tuple[int, int]]] = {}  # per (job, group, node flavor class)
+    classes = flavor_class(p)
     for key, var in r.y.items():
         job = p.jobs[key[0]]
-        model = int(p.node_model[key[2]])
-        use = uses.get((key[0], key[1], model))
+        cls = int(classes[key[2]])
+        use = uses.get((key[0], key[1], cls))
         if use is None:
             vec = flavor_use(p, job.groups[key[1]], key[2])
             use = [(f, round(vec[f] * scale)) for f in np.flatnonzero(vec > 0).tolist()]
-            uses[(key[0], key[1], model)] = use
+            uses[(key[0], key[1], cls)] = use
         for f, amount in use:
             new.setdefault((job.tenant, f), []).append((amount, var))
     for job in r.evictable:

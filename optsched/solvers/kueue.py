@@ -115,6 +115,8 @@ class KueueEngine(GreedyEngine):
         """perf_counter time after which jobs are no longer given preemption attempts."""
         self._assigned: dict[int, FlavorAssignment] = {}
         """Flavor assignments fixed while a job is admitted (`admit`); others are computed afresh."""
+        self._assign_memo: dict[tuple[int, bytes, int], FlavorAssignment] = {}
+        """`_assign` by (job, quota usage, evictions so far): a head is asked several times per step."""
         self._needs: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
         """`_need_for` by (job, assigned flavors): it does not depend on usage."""
         self._eligible_flavors: dict[tuple[int, int, int], bool] = {}
@@ -146,6 +148,14 @@ class KueueEngine(GreedyEngine):
         known = self._assigned.get(job.index)
         if known is not None:
             return known
+        state = (job.index, self.ledger.quota_used.tobytes(), len(self.evicted_jobs))
+        known = self._assign_memo.get(state)
+        if known is None:
+            known = self._assign_memo[state] = self._assign_now(job)
+        return known
+
+    def _assign_now(self, job: JobSpec) -> FlavorAssignment:
+        """`_assign` computed for the round's state now (the usage and the evictions so far)."""
         p = self.p
         t = job.tenant
         flavors: dict[int, int] = {}

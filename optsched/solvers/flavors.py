@@ -1,0 +1,252 @@
+"""Kueue's flavor assignment for the `kueue` baseline (pkg/scheduler/flavorassigner/flavorassigner.go).
+
+Before nodes, Kueue assigns each podset a ResourceFlavor per resource, trying the ClusterQueue's
+flavors in order with quota checked per flavor, as its FlavorFungibility says; the pods then go
+to that flavor's nodes. `FlavorAssigner` does this on the `kueue` engine's usage and evictions:
+a GPU group over the flavors counting GPUs (device models, ``<resource flavor>/gpu``), a CPU
+group over a resource that ResourceFlavors split (``<flavor>/cpu``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from optsched.concerns import eligibility
+from optsched.concerns.tenancy import preemption, quota
+from optsched.ledger import EPS, Ledger, counted_flavors, quota_broken
+from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
+
+
+@dataclass(frozen=True)
+class FlavorAssignment:
+    """Kueue's flavor assignment of a job (`FlavorAssigner.assign`)."""
+
+    need: FArray
+    """Quota the job's minimum replicas need per flavor on the assigned flavors."""
+    flavors: dict[int, int]
+    """Group index -> the flavor assigned (its nodes); groups not listed keep every node."""
+    no_fit: str
+    """Why no flavor can take the job (Kueue's `noFit`), or empty."""
+    later: dict[int, list[int]] = field(default_factory=dict)
+    """Group index -> the later flavors in its tenant's order whose quota also fits."""
+
+
+class FlavorAssigner:
+    """Kueue's flavor assignment of jobs on a round's usage (`ledger.quota_used`), with the running
+    jobs still `alive` and those `evicted` so far (the `kueue` engine's, shared, not copied)."""
+
+    def __init__(self, p: Problem, ledger: Ledger, alive: BArray, evicted: list[JobSpec]) -> None:
+        self.p = p
+        self.ledger = ledger
+        self.alive = alive
+        self.evicted = evicted
+        self._fixed: dict[int, FlavorAssignment] = {}
+        """Assignments fixed while a job is admitted (`fix`); others are computed afresh."""
+        self._memo: dict[tuple[int, bytes, int], FlavorAssignment] = {}
+        """`assign` by (job, quota usage, evictions so far): a head is asked several times per step."""
+        self._needs: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
+        """`_need_for` by (job, assigned flavors): it does not depend on usage."""
+        self._eligible_flavors: dict[tuple[int, int, int], bool] = {}
+        """(job, group, flavor) -> some node of the flavor may hold the group."""
+        self._quantity: dict[tuple[int, int, int], int | None] = {}
+        """(job, group, -1) -> `_assigned_quantity`."""
+
+    def fix(self, job: JobSpec, assignment: FlavorAssignment | None = None) -> FlavorAssignment:
+        """Fix the job's assignment while it is admitted (placement, preemption trials): the one
+        given, else the one computed now; returns it."""
+        if assignment is None:
+            self._fixed.pop(job.index, None)
+            assignment = self.assign(job)
+        self._fixed[job.index] = assignment
+        return assignment
+
+    def assign(self, job: JobSpec) -> FlavorAssignment:
+        """Kueue's flavor assignment (pkg/scheduler/flavorassigner/flavorassigner.go) for the job's
+        minimum replicas. Each GPU group tries the flavors counting GPUs (device models, or
+        ``<resource flavor>/gpu``), a CPU group those of a resource that ResourceFlavors split
+        (``<flavor>/cpu``), in the order its tenant lists their quotas, with the usage of the
+        groups before it, its other requests counted on the same nodes' flavors; with the
+        default FlavorFungibility (`when_can_borrow: may_stop_search`, `when_can_preempt:
+        try_next_flavor`) the first flavor whose quota fits, borrowing or not, is taken, and one
+        that needs preemption is passed over for a later one that fits; `try_next_flavor` for
+        borrowing prefers a later flavor that fits without borrowing, `may_stop_search` for
+        preemption takes the first flavor that may preempt. When none fits, the first that may
+        preempt (rule 5, and a running job there the policies allow) is taken, else the first
+        that may preempt at all, else none (`noFit`). A flavor the tenant lists no quota for is
+        not tried (the ClusterQueue lacks it), nor one none of whose nodes may hold the group
+        (`_flavor_eligible`). A group with nothing to assign (`_assigned_quantity`) keeps every
+        node, as does a job of an undefined tenant."""
+        known = self._fixed.get(job.index)
+        if known is not None:
+            return known
+        state = (job.index, self.ledger.quota_used.tobytes(), len(self.evicted))
+        known = self._memo.get(state)
+        if known is None:
+            known = self._memo[state] = self._assign_now(job)
+        return known
+
+    def _assign_now(self, job: JobSpec) -> FlavorAssignment:
+        """`assign` computed for the round's state now (the usage and the evictions so far)."""
+        p = self.p
+        t = job.tenant
+        flavors: dict[int, int] = {}
+        later: dict[int, list[int]] = {}
+        if t >= len(p.cluster.tenants) or not len(p.flavors):
+            return FlavorAssignment(quota.min_need(p, job, p.nominal[t] - self.ledger.quota_used[t]), flavors, "")
+        fungibility = p.cluster.tenants[t].flavor_fungibility
+        used = self.ledger.quota_used
+        for g in job.groups:
+            what = self._assigned_quantity(job, g)
+            if what is None:
+                continue
+            order = [f for f in self._listed_flavors(t, what) if self._flavor_eligible(job, g, f)]
+            if not order:
+                return FlavorAssignment(self._need_for(job, flavors), flavors,
+                                        f"its tenant {p.tenant_names[t]} lists no quota for a flavor whose nodes "
+                                        f"may hold group {g.spec.name}")
+            base = self._need_for(job, flavors)
+            fits: list[int] = []
+            fits_nominal: list[int] = []
+            preempt_in: list[int] = []
+            for f in order:
+                trial = self._need_for(job, {**flavors, g.index: f})
+                after = used.copy()
+                after[t] += trial
+                touched = trial > base + EPS
+                if not np.any(quota_broken(p, after, t) & touched):
+                    fits.append(f)
+                    if not np.any((after[t] > p.nominal[t] + EPS * np.maximum(1.0, p.nominal[t])) & touched):
+                        fits_nominal.append(f)
+                elif not self.no_fit(job, trial, after):
+                    preempt_in.append(f)
+            if fungibility.when_can_borrow == "try_next_flavor" and fits_nominal:
+                fits = fits_nominal + [f for f in fits if f not in fits_nominal]
+            if fungibility.when_can_preempt == "may_stop_search" and preempt_in:
+                first_preempt = order.index(preempt_in[0])
+                if not fits or order.index(fits[0]) > first_preempt:
+                    fits = []  # the first flavor that may preempt comes before any that fits: take it
+            if fits:
+                flavors[g.index] = fits[0]
+                later[g.index] = fits[1:]
+            elif preempt_in:
+                flavors[g.index] = next((f for f in preempt_in if self._victims_hold(job, f)), preempt_in[0])
+            else:
+                return FlavorAssignment(self._need_for(job, flavors), flavors,
+                                        f"no flavor group {g.spec.name} may use fits its tenant's quota, and none "
+                                        "may preempt for it")
+        return FlavorAssignment(self._need_for(job, flavors), flavors, "", later)
+
+    def _need_for(self, job: JobSpec, flavors: dict[int, int]) -> FArray:
+        """Quota the job's minimum replicas need per flavor with GPU groups on the nodes of the
+        flavors `flavors` assigns them (others on every node they may use): for each thing a group
+        asks for, the one flavor counting it on all those nodes (none when several split them or
+        some node counts it nowhere: the replicas may avoid quota; `quota.min_need` picks then)."""
+        key = (job.index, tuple(sorted(flavors.items())))
+        known = self._needs.get(key)
+        if known is not None:
+            return known.copy()
+        p = self.p
+        need = np.zeros(len(p.flavors))
+        self._needs[key] = need
+        res = p.flavor_resource
+        for g in job.groups:
+            if g.rmin <= 0:
+                continue
+            nodes = eligibility.mask(p, job, g)
+            if g.index in flavors:
+                nodes = nodes & p.flavor_nodes[flavors[g.index]]
+            if not nodes.any():
+                continue
+            covering = counted_flavors(p, g) & p.flavor_nodes[:, nodes].all(axis=1)
+            for f in np.flatnonzero(covering).tolist():
+                need[f] += (g.gpu if res[f] < 0 else float(g.req[res[f]])) * g.rmin
+        return need.copy()
+
+    def _assigned_quantity(self, job: JobSpec, group: GroupSpec) -> int | None:
+        """What the group's flavor is assigned by: its GPUs (-1) when it asks for devices, else the
+        first resource it requests that flavors count on only some nodes (a resource group of
+        ResourceFlavors, ``<flavor>/cpu``); None when nothing is to assign: every usable node must
+        be counted by a flavor of that quantity (else its replicas may avoid quota), and a
+        resource counted on every node by one flavor needs no choice."""
+        key = (job.index, group.index, -1)
+        if key in self._quantity:
+            return self._quantity[key]
+        p = self.p
+        res = p.flavor_resource
+        usable = eligibility.mask(p, job, group)
+        counted = counted_flavors(p, group)
+        candidates = [-1] if group.gpu > 0 else sorted({int(r) for r in res[counted] if r >= 0})
+        out = None
+        for what in candidates:
+            cols = counted & (res == what)
+            if not cols.any() or not p.flavor_nodes[cols][:, usable].any(axis=0).all():
+                continue
+            if what < 0 or not p.flavor_nodes[cols][:, usable].all(axis=1).any():  # a choice to make
+                out = what
+                break
+        self._quantity[key] = out
+        return out
+
+    def _flavor_eligible(self, job: JobSpec, group: GroupSpec, flavor: int) -> bool:
+        """Whether some node of `flavor` may ever hold a replica of `group` (`eligibility.mask`):
+        Kueue skips a flavor whose node labels and taints the pod does not match; a flavor none
+        of whose nodes has the pod's shape would leave it pending, so it is skipped too."""
+        key = (job.index, group.index, flavor)
+        known = self._eligible_flavors.get(key)
+        if known is None:
+            known = self._eligible_flavors[key] = bool(
+                np.any(eligibility.mask(self.p, job, group) & self.p.flavor_nodes[flavor]))
+        return known
+
+    def _listed_flavors(self, tenant: int, what: int) -> list[int]:
+        """Flavors counting `what` (-1: GPUs, else a resource index) whose quota the tenant lists,
+        in its order (its ClusterQueue's flavors)."""
+        index = {name: f for f, name in enumerate(self.p.flavors)}
+        return [index[k] for k in self.p.cluster.tenants[tenant].quotas if self.p.flavor_resource[index[k]] == what]
+
+    def next_flavors(self, job: JobSpec, assignment: FlavorAssignment) -> FlavorAssignment | None:
+        """The assignment with each GPU group that has one on its next flavor whose quota fits, or
+        None: what Kueue tries when the assigned flavor's nodes cannot hold the pods (topology-aware
+        scheduling finds no room there, so the flavor does not fit and the next is tried)."""
+        if not any(assignment.later.values()):
+            return None
+        flavors = dict(assignment.flavors)
+        later = {g: list(rest) for g, rest in assignment.later.items()}
+        for g, rest in later.items():
+            if rest:
+                flavors[g] = rest.pop(0)
+        return FlavorAssignment(self._need_for(job, flavors), flavors, "", later)
+
+    def _victims_hold(self, job: JobSpec, flavor: int) -> bool:
+        """Whether some running job the tenant's policies may let the job preempt or reclaim holds
+        `flavor` (the question Kueue's preemption oracle answers before it takes a flavor that
+        needs preemption; here by priority and policy alone)."""
+        p = self.p
+        policy = p.cluster.tenants[job.tenant].preemption
+        rt = preemption.running_table(p)
+        ok = self.alive & rt.preemptible & (rt.held[:, flavor] > 0)
+        lower = rt.priority < job.priority
+        same = (rt.tenant == job.tenant) & (lower if policy.within_tenant != "never" else False)
+        cohort = int(p.tenant_cohort[job.tenant])
+        other = np.zeros_like(same)
+        if cohort >= 0 and policy.reclaim_within_cohort != "never":
+            other = (rt.tenant != job.tenant) & (p.tenant_cohort[rt.tenant] == cohort) \
+                & (lower | (policy.reclaim_within_cohort == "any"))
+        return bool(np.any(ok & (same | other)))
+
+    def no_fit(self, job: JobSpec, need: FArray, after: FArray | None = None) -> bool:
+        """Kueue's `noFit` for a job whose quota needs preemption: a flavor needing it is requested
+        beyond the tenant's nominal quota and `borrow_within_cohort` is off (flavorassigner.go
+        `fitsResourceQuota`; rule 5 of the validator). `after`: the usage with `need` added."""
+        p = self.p
+        if preemption.preempts_while_borrowing(p, job.tenant):
+            return False
+        over = need > p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant])
+        if not over.any():
+            return False
+        if after is None:
+            after = self.ledger.quota_used.copy()
+            after[job.tenant] += need
+        return bool(np.any(over & quota_broken(p, after, job.tenant)))

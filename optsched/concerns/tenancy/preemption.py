@@ -269,19 +269,11 @@ def over_nominal_problems(p: Problem, by: Preemptor) -> list[str]:
     node capacity alone pass. The request is the preemptor's whole usage of the flavor (every
     group), as Kueue sums its podsets. A tenant without a definition has no quota. One message
     per flavor."""
-    t = by.job.tenant
-    if t >= len(p.cluster.tenants) or not len(p.flavors) or preempts_while_borrowing(p, t):
-        return []
-    nominal = p.nominal[t]
-    over = by.uses > nominal + EPS * np.maximum(1.0, nominal)
-    if not over.any():
-        return []
-    after = running_usage_before(p).copy()
-    after[t] += by.uses
-    needed = over & quota_broken(p, after, t)
+    nominal = p.nominal[by.job.tenant] if len(p.flavors) else np.zeros(0)
     return [f"its preemptor {by.job.id} requests {by.uses[f]:g} {p.flavors[f]}, above its tenant's nominal quota "
             f"{nominal[f]:g}, in a flavor whose quota needs preemption, and its tenant's borrow_within_cohort "
-            "policy is never (Kueue's fitsResourceQuota: no fit)" for f in np.flatnonzero(needed)]
+            "policy is never (Kueue's fitsResourceQuota: no fit)"
+            for f in np.flatnonzero(_over_nominal_flavors(p, by.job, by.uses))]
 
 
 def preemptor(view: PlanView, job_id: str | None) -> Preemptor | None:
@@ -439,8 +431,8 @@ class _JobTable:
     bwc: np.ndarray
     """Per tenant: borrow_within_cohort lower_priority's threshold (inf: none; -inf: off)."""
     min_use: np.ndarray
-    """(jobs, flavors): quota usage of every admission of the job (its minimum replicas; a GPU
-    group's device-model flavor only where the group allows that model alone)."""
+    """(jobs, flavors): quota usage every admission of the job has (its minimum replicas, in the
+    flavors they cannot avoid: `_use_range`)."""
     max_use: np.ndarray
     """(jobs, flavors): the most quota usage an admission of the job may have (maximum replicas)."""
     capped: np.ndarray
@@ -561,7 +553,9 @@ def _may_evict(r: RoundModel, job: JobSpec, cache: dict[int, Any]) -> Any:
 
 
 def _over_nominal_flavors(p: Problem, job: JobSpec, uses: FArray) -> BArray:
-    """Flavors in which usage `uses` of `job` would break rule 5 (`over_nominal_problems`)."""
+    """Flavors in which usage `uses` of `job` breaks rule 5 (`over_nominal_problems`): above its
+    tenant's nominal quota where, on top of the round's starting usage, it breaks the quota; none
+    for a tenant without a definition or with `borrow_within_cohort`."""
     t = job.tenant
     none = np.zeros(len(p.flavors), dtype=bool)
     if t >= len(p.cluster.tenants) or not len(p.flavors) or preempts_while_borrowing(p, t):

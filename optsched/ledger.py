@@ -78,6 +78,36 @@ def counted_flavors(p: Problem, group: GroupSpec) -> BArray:
     return out
 
 
+def cohort_tree(p: Problem, used: FArray) -> tuple[list[int], FArray, FArray, FArray]:
+    """Kueue's hierarchical quota (pkg/cache/scheduler/resource_node.go) per cohort and flavor:
+    (cohorts children first, subtree quota SQ, usage U, local quota LQ), all (cohorts, flavors).
+    A tenant's local quota is what it does not lend (nominal - lending limit); a cohort's SQ is its
+    own quota plus what its children lend up (their SQ past their local quota), its U what its
+    children use past their local quota, its LQ the part of its SQ above its lending limit."""
+    n_c = len(p.cohort_names)
+    depth = np.zeros(n_c, dtype=np.int64)
+    for k in range(n_c):
+        at = k
+        while p.cohort_parent[at] >= 0:
+            at = int(p.cohort_parent[at])
+            depth[k] += 1
+    order = sorted(range(n_c), key=lambda k: -depth[k])
+    sq = p.cohort_nominal.copy()
+    u = np.zeros_like(sq)
+    lq = np.zeros_like(sq)
+    member = p.tenant_cohort >= 0
+    t_lq = p.nominal - p.lend_limit
+    np.add.at(sq, p.tenant_cohort[member], p.lend_limit[member])
+    np.add.at(u, p.tenant_cohort[member], np.maximum(0.0, used[member] - t_lq[member]))
+    for k in order:
+        lq[k] = np.where(np.isinf(p.cohort_lend[k]), 0.0, np.maximum(0.0, sq[k] - p.cohort_lend[k]))
+        parent = int(p.cohort_parent[k])
+        if parent >= 0:
+            sq[parent] += sq[k] - lq[k]
+            u[parent] += np.maximum(0.0, u[k] - lq[k])
+    return order, sq, u, lq
+
+
 def quota_broken(p: Problem, used: FArray, tenant: int) -> BArray:
     """Flavors in which the tenant breaks a quota rule with usage `used` (T x F), Kueue's semantics
     as `concerns.tenancy.quota` states them: usage <= nominal without a cohort; in one, borrowed
@@ -91,10 +121,20 @@ def quota_broken(p: Problem, used: FArray, tenant: int) -> BArray:
         solo: BArray = used[tenant] > p.nominal[tenant] + tol
         return solo
     borrowed = np.maximum(0.0, used - p.nominal)
+    if p.hierarchical:  # every cohort on the tenant's path to its root
+        _, sq, u, _ = cohort_tree(p, used)
+        out = borrowed[tenant] > p.borrow_limit[tenant] + tol
+        at = cohort
+        while at >= 0:
+            parent = int(p.cohort_parent[at])
+            limit = sq[at] if parent < 0 else sq[at] + p.cohort_borrow[at]
+            out = out | (u[at] > limit + EPS * np.maximum(1.0, limit))
+            at = parent
+        return out
     members = p.tenant_cohort == cohort
     lent = np.minimum(p.lend_limit, np.maximum(0.0, p.nominal - used))[members].sum(axis=0)
-    out: BArray = ((borrowed[tenant] > p.borrow_limit[tenant] + tol)
-                   | (borrowed[members].sum(axis=0) > lent + EPS * np.maximum(1.0, lent)))
+    out = ((borrowed[tenant] > p.borrow_limit[tenant] + tol)
+           | (borrowed[members].sum(axis=0) > lent + EPS * np.maximum(1.0, lent)))
     return out
 
 

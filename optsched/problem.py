@@ -229,6 +229,20 @@ class Problem:
     nominal: FArray
     borrow_limit: FArray
     lend_limit: FArray
+    cohort_names: tuple[str, ...]
+    """Cohorts: the ones tenants name (their `tenant_cohort` index), then other Cohort objects."""
+    cohort_parent: IArray
+    """Per cohort: its parent cohort, -1 for a root."""
+    cohort_nominal: FArray
+    """(cohorts, flavors): a Cohort object's own quota, shared by its subtree."""
+    cohort_borrow: FArray
+    """(cohorts, flavors): its borrowing limit from its parent (inf: none)."""
+    cohort_lend: FArray
+    """(cohorts, flavors): its lending limit to its parent (inf: none)."""
+    tenant_root: IArray
+    """Per tenant: the root of its cohort tree (-1 without a cohort); reclaim works within a tree."""
+    hierarchical: bool
+    """Whether the cluster defines Cohort objects (then quota follows the trees: `quota.tree_problems`)."""
     # jobs
     jobs: tuple[JobSpec, ...]
     running: tuple[JobSpec, ...]
@@ -524,9 +538,13 @@ def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_in
             tenant_weight[i] = t.weight
             if t.cohort is not None:
                 tenant_cohort[i] = cohorts.setdefault(t.cohort, len(cohorts))
+    for c in cluster.cohorts:  # Cohort objects no tenant names directly: inner nodes of a tree
+        cohorts.setdefault(c.name, len(cohorts))
     flavors: list[str] = []
     for t in cluster.tenants:
         flavors.extend(f for f in t.quotas if f not in flavors)
+    for c in cluster.cohorts:
+        flavors.extend(f for f in c.quotas if f not in flavors)
     n_t, n_f = len(tenant_names), len(flavors)
     nominal = np.zeros((n_t, n_f))
     borrow = np.full((n_t, n_f), math.inf)
@@ -544,6 +562,27 @@ def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_in
     no_cohort = tenant_cohort < 0
     borrow[no_cohort] = 0.0
     lend[no_cohort] = 0.0
+    cohort_parent = np.full(len(cohorts), -1, dtype=np.int64)
+    cohort_nominal = np.zeros((len(cohorts), n_f))
+    cohort_borrow = np.full((len(cohorts), n_f), math.inf)
+    cohort_lend = np.full((len(cohorts), n_f), math.inf)
+    for c in cluster.cohorts:
+        k = cohorts[c.name]
+        if c.parent is not None:
+            cohort_parent[k] = cohorts[c.parent]
+        for f, fl in enumerate(flavors):
+            q = c.quotas.get(fl)
+            if q is not None:
+                cohort_nominal[k, f] = q.nominal
+                if q.borrowing_limit is not None:
+                    cohort_borrow[k, f] = q.borrowing_limit
+                if q.lending_limit is not None:
+                    cohort_lend[k, f] = q.lending_limit
+    cohort_root = np.arange(len(cohorts), dtype=np.int64)
+    for k in range(len(cohorts)):
+        while cohort_parent[cohort_root[k]] >= 0:
+            cohort_root[k] = cohort_parent[cohort_root[k]]
+    tenant_root = np.where(tenant_cohort >= 0, cohort_root[np.maximum(tenant_cohort, 0)] if len(cohorts) else -1, -1)
     flavor_is_model = np.array([m_index.get(f, -1) for f in flavors], dtype=np.int64)
     counted = [f.split("/", 1)[1] if "/" in f else f for f in flavors]
     flavor_resource = np.array([r_index[c] if m_index.get(f, -1) < 0 and c in r_index else -1
@@ -562,7 +601,11 @@ def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_in
             "tenant_weight": _ro(tenant_weight), "flavors": tuple(flavors),
             "flavor_is_model": _ro(flavor_is_model), "flavor_resource": _ro(flavor_resource),
             "flavor_nodes": _ro(flavor_nodes),
-            "nominal": _ro(nominal), "borrow_limit": _ro(borrow), "lend_limit": _ro(lend)}
+            "nominal": _ro(nominal), "borrow_limit": _ro(borrow), "lend_limit": _ro(lend),
+            "cohort_names": tuple(cohorts), "cohort_parent": _ro(cohort_parent), "cohort_nominal": _ro(cohort_nominal),
+            "cohort_borrow": _ro(cohort_borrow), "cohort_lend": _ro(cohort_lend),
+            "tenant_root": _ro(np.asarray(tenant_root, dtype=np.int64)),
+            "hierarchical": bool(len(cluster.cohorts))}
 
 
 def _compile_running(cluster: Cluster, m_index: dict[str, int], m_speed: FArray, r_index: dict[str, int],

@@ -176,7 +176,7 @@ def contended_rounds(draw: st.DrawFn, max_nodes: int = 4, max_jobs: int = 10) ->
     fill what a first queue got; the new queue asks again for the same shapes, often at higher
     priority and for other tenants: preemption and reclaim have something to decide. Half of the
     rounds split the nodes into two ResourceFlavors with GPU (and cpu) quotas per flavor."""
-    from optsched.model import Quota, ReplicaPlacement, ResourceFlavor, RunningJob
+    from optsched.model import Cohort, Quota, ReplicaPlacement, ResourceFlavor, RunningJob
     from optsched.problem import compile_problem
     from optsched.solvers.greedy import solve_greedy
 
@@ -189,12 +189,23 @@ def contended_rounds(draw: st.DrawFn, max_nodes: int = 4, max_jobs: int = 10) ->
         cluster = cluster.model_copy(update={"nodes": nodes, "resource_flavors": [
             ResourceFlavor(name="fa", node_labels={"half": "a"}), ResourceFlavor(name="fb", node_labels={"half": "b"})]})
     keys = (["fb/gpu", "fa/gpu"] + (["fa/cpu"] if draw(st.booleans()) else [])) if split else list(MODELS)
+    tree = cohort is not None and draw(st.integers(0, 2)) == 0  # hierarchical: org-a, org-b under org
     tenants = []
-    for t in cluster.tenants:  # quotas that admit some work, so that there is something to evict
+    for i, t in enumerate(cluster.tenants):  # quotas that admit some work, so that there is something to evict
         quotas = {k: Quota(nominal=draw(st.sampled_from([0, 1, 2, 4, 8])) * (1000 if k.endswith("/cpu") else 1),
-                           borrowing_limit=draw(st.sampled_from([None, 4, 8]))) for k in keys}
-        tenants.append(t.model_copy(update={"cohort": cohort, "quotas": quotas}))
+                           borrowing_limit=draw(st.sampled_from([None, 4, 8])),
+                           lending_limit=draw(st.sampled_from([None, None, 1, 4]))) for k in keys}
+        leaf = ("org-a" if i % 2 == 0 else "org-b") if tree else cohort
+        tenants.append(t.model_copy(update={"cohort": leaf, "quotas": quotas}))
     cluster = cluster.model_copy(update={"tenants": tenants})
+    if tree:
+        gpu_key = keys[0]
+        cluster = cluster.model_copy(update={"cohorts": [
+            Cohort(name="org", quotas={gpu_key: Quota(nominal=draw(st.sampled_from([0, 2, 4])))}),
+            Cohort(name="org-a", parent="org", quotas={gpu_key: Quota(
+                nominal=draw(st.sampled_from([0, 2])), borrowing_limit=draw(st.sampled_from([None, 2])),
+                lending_limit=draw(st.sampled_from([None, 1])))}),
+            Cohort(name="org-b", parent="org")]})
     names = [t.name for t in cluster.tenants]
     drawn = draw(queues(cluster, max_jobs=max_jobs))
     first = Queue(now=drawn.now, jobs=[j.model_copy(update={"id": f"{j.id}c{k}"})  # three of each: a full cluster

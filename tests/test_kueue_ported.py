@@ -540,3 +540,38 @@ def test_kueue_resource_flavor_assignment_case(name: str) -> None:
     assert {pl.node.split("-")[0] for pl in plan.placements} == {case.want_flavor}
     assert bool(plan.evictions) == case.evicts
     cpsat_no_worse_than_kueue(p, plan)
+
+
+# ---------------------------------------------------------------------------- hierarchical cohorts
+HIER_CASES: dict[str, tuple[CycleCase, list[dict[str, Any]]]] = {
+    "long range preemption": (CycleCase(
+        {"cq-left": cq("cohort-left", 10, reclaim=ANY), "cq-right": cq("cohort-right", 0)},
+        [("to-be-preempted", "cq-right", 0, 5)], [("in", "cq-left", 0, 8)], {"in"},
+        {"to-be-preempted": "reclaimed"}),
+        [{"name": "root"}, {"name": "cohort-left", "parent": "root"}, {"name": "cohort-right", "parent": "root"}]),
+    "hierarchical cohort respects lending limit when borrowing": (CycleCase(
+        {"cq-lender": cq("child", 10, lending=3), "cq-borrower": cq("child", 5, 10)},
+        [("wl-existing", "cq-borrower", 0, 5)], [("wl-pending", "cq-borrower", 0, 4)], set()),
+        [{"name": "root"}, {"name": "child", "parent": "root"}]),
+    "hierarchical cohort allows borrowing up to lending limit": (CycleCase(
+        {"cq-lender": cq("child", 10, lending=5), "cq-borrower": cq("child", 5, 10)},
+        [("wl-existing", "cq-borrower", 0, 5)], [("wl-borrowing", "cq-borrower", 0, 5)], {"wl-borrowing"}),
+        [{"name": "root"}, {"name": "child", "parent": "root"}]),
+}
+"""Cases on Kueue's hierarchical cohorts (Cohort objects with a parent): "long range preemption"
+of preemption_test.go TestPreemption (a ClusterQueue reclaims from one in a sibling cohort under
+the same root), and two of scheduler_test.go TestSchedule."""
+
+
+@pytest.mark.parametrize("name", list(HIER_CASES), ids=list(HIER_CASES))
+def test_kueue_hierarchical_cohort_case(name: str) -> None:
+    """Borrowing, lending and reclaim along a cohort tree decide as in Kueue's cases; cpsat is no worse."""
+    case, cohorts = HIER_CASES[name]
+    cluster, queue = _cycle(case)
+    cluster = Cluster.model_validate({**cluster.model_dump(), "cohorts": cohorts})
+    p = compile_problem(cluster, queue)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert {pl.job for pl in plan.placements} == case.want_admitted
+    assert {ev.job: ev.reason for ev in plan.evictions} == case.preempted
+    cpsat_no_worse_than_kueue(p, plan)

@@ -3,6 +3,7 @@
 from optsched.model.cluster import (
     NODE_LEVEL,
     Cluster,
+    Cohort,
     Dataset,
     DeviceModel,
     Devices,
@@ -51,6 +52,7 @@ __all__ = [
     "NODE_LEVEL",
     "OBJECTIVE_TERMS",
     "Cluster",
+    "Cohort",
     "Colocate",
     "Dataset",
     "Deferred",

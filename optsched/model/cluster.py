@@ -216,6 +216,21 @@ class FlavorFungibility(Frozen):
     `may_stop_search`: the first flavor that may preempt is taken."""
 
 
+class Cohort(Frozen):
+    """Kueue's Cohort object: a node of a cohort tree. Tenants name their (leaf) cohort; a cohort
+    may have a `parent` and quotas of its own, lent to its subtree. Borrowing and lending then
+    follow the tree (Kueue's hierarchical cohorts): what a subtree lends up is its quota past each
+    member's local share (nominal minus lending limit), and every node's usage stays within its
+    subtree's quota plus its borrowing limit, the root's within its subtree's quota."""
+
+    name: Identifier
+    """Unique cohort name, as tenants' `cohort` and other cohorts' `parent` name it."""
+    parent: Identifier | None = None
+    """The cohort above it; None: a root."""
+    quotas: dict[Identifier, Quota] = Field(default_factory=dict)
+    """The cohort's own quota per flavor (keys as `Tenant.quotas`), shared by its subtree."""
+
+
 class Tenant(Frozen):
     """A team (Kueue ClusterQueue): cohort, fair-share weight, quotas per flavor.
 
@@ -316,6 +331,9 @@ class Cluster(Frozen):
     """Kueue ResourceFlavors as node sets, for quota keys ``<flavor>/<resource>``."""
     tenants: list[Tenant] = Field(default_factory=list)
     """Teams with quotas (Kueue ClusterQueues); none: quota is not managed."""
+    cohorts: list[Cohort] = Field(default_factory=list)
+    """Kueue Cohort objects (parents and cohort quotas); a cohort tenants name but that is not
+    listed is a root without quota of its own."""
     running: list[RunningJob] = Field(default_factory=list)
     """Jobs already placed at the start of the round."""
 
@@ -324,6 +342,7 @@ __all__ = [
     "NODE_LEVEL",
     "BorrowWithinCohort",
     "Cluster",
+    "Cohort",
     "Dataset",
     "DeviceModel",
     "Devices",

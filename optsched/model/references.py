@@ -140,6 +140,7 @@ def cluster_problems(cluster: Cluster) -> list[InputIssue]:
             if why:
                 out.append(InputIssue(f"tenants[{i}].quotas.{flavor}", "unknown_reference", why))
     out.extend(_overlapping_quota_keys(cluster, models, resources))
+    out.extend(_cohort_problems(cluster, models, resources, set(rf_names)))
 
     out.extend(_running_problems(cluster))
     return out
@@ -179,8 +180,8 @@ def _overlapping_quota_keys(cluster: Cluster, models: set[str], resources: set[s
     against two quotas (Kueue assigns one flavor per resource)."""
     names = {f.name for f in cluster.resource_flavors}
     keys: list[str] = []
-    for t in cluster.tenants:
-        keys.extend(k for k in t.quotas if k not in keys and not _quota_key_problem(k, models, resources, names))
+    for owner_quotas in [*(t.quotas for t in cluster.tenants), *(c.quotas for c in cluster.cohorts)]:
+        keys.extend(k for k in owner_quotas if k not in keys and not _quota_key_problem(k, models, resources, names))
     ids = [n.id for n in cluster.nodes] + [f"template {name}" for name in cluster.node_templates]
     owner: dict[tuple[str, int], str] = {}
     out = []
@@ -195,6 +196,30 @@ def _overlapping_quota_keys(cluster: Cluster, models: set[str], resources: set[s
                                       f"{key!r} and {other!r} both count {what} on {ids[n]}: a replica there "
                                       "would use two quotas"))
                 break
+    return out
+
+
+def _cohort_problems(cluster: Cluster, models: set[str], resources: set[str], flavors: set[str]) -> list[InputIssue]:
+    """Cohort objects: unique names, parents that exist, no cycle, quota keys that name something."""
+    out: list[InputIssue] = []
+    names = [c.name for c in cluster.cohorts]
+    for dup in _duplicates(names):
+        out.append(InputIssue("cohorts", "duplicate_id", f"cohort {dup!r} defined twice"))
+    parent = {c.name: c.parent for c in cluster.cohorts}
+    for i, c in enumerate(cluster.cohorts):
+        if c.parent is not None and c.parent not in parent:
+            out.append(InputIssue(f"cohorts[{i}].parent", "unknown_reference", f"cohort {c.parent!r} is not defined"))
+        seen, at = {c.name}, c.parent
+        while at is not None and at in parent:
+            if at in seen:
+                out.append(InputIssue(f"cohorts[{i}].parent", "cycle", f"cohort {c.name!r} is its own ancestor"))
+                break
+            seen.add(at)
+            at = parent[at]
+        for key in c.quotas:
+            why = _quota_key_problem(key, models, resources, flavors)
+            if why:
+                out.append(InputIssue(f"cohorts[{i}].quotas.{key}", "unknown_reference", why))
     return out
 
 

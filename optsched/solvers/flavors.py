@@ -229,10 +229,10 @@ class FlavorAssigner:
         ok = self.alive & rt.preemptible & (rt.held[:, flavor] > 0)
         lower = rt.priority < job.priority
         same = (rt.tenant == job.tenant) & (lower if policy.within_tenant != "never" else False)
-        cohort = int(p.tenant_cohort[job.tenant])
+        cohort = int(p.tenant_root[job.tenant])
         other = np.zeros_like(same)
         if cohort >= 0 and policy.reclaim_within_cohort != "never":
-            other = (rt.tenant != job.tenant) & (p.tenant_cohort[rt.tenant] == cohort) \
+            other = (rt.tenant != job.tenant) & (p.tenant_root[rt.tenant] == cohort) \
                 & (lower | (policy.reclaim_within_cohort == "any"))
         return bool(np.any(ok & (same | other)))
 

@@ -201,7 +201,7 @@ class KueueEngine(GreedyEngine):
         within = {"never": np.zeros_like(lower), "lower_priority": lower,
                   "lower_or_newer_equal_priority": lower | newer_equal}[policy.within_tenant]
         same = ok & same_t & within
-        cohort = int(p.tenant_cohort[job.tenant])
+        cohort = int(p.tenant_root[job.tenant])
         other = np.zeros_like(same)
         if cohort >= 0 and policy.reclaim_within_cohort != "never" and len(p.flavors):
             nominal = p.nominal
@@ -214,7 +214,7 @@ class KueueEngine(GreedyEngine):
             if bwc is not None and bwc.policy == "lower_priority":
                 threshold = math.inf if bwc.max_priority_threshold is None else bwc.max_priority_threshold
                 by_bwc = lower & (rt.priority <= threshold)
-            other = ok & ~same_t & (p.tenant_cohort[rt.tenant] == cohort) & takes & (by_reclaim | by_bwc)
+            other = ok & ~same_t & (p.tenant_root[rt.tenant] == cohort) & takes & (by_reclaim | by_bwc)
         ordered = preemption.candidate_order(p, np.flatnonzero(same | other), job.tenant)
         return [(p.running[k], "preempted" if same_t[k] else "reclaimed") for k in ordered[:MAX_CANDIDATES]]
 
@@ -451,8 +451,8 @@ class KueueEngine(GreedyEngine):
         def protected(v: JobSpec) -> bool:  # a candidate but for its priority
             if v.tenant == job.tenant:
                 return policy.within_tenant != "never"
-            return (policy.reclaim_within_cohort == "lower_priority" and p.tenant_cohort[job.tenant] >= 0
-                    and p.tenant_cohort[v.tenant] == p.tenant_cohort[job.tenant]
+            return (policy.reclaim_within_cohort == "lower_priority" and p.tenant_root[job.tenant] >= 0
+                    and p.tenant_root[v.tenant] == p.tenant_root[job.tenant]
                     and bool(self._borrowing_now(v.tenant).any()))
 
         alive = [p.running[k] for k in np.flatnonzero(self.alive)]

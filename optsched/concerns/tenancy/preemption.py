@@ -219,7 +219,7 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
     # reclaimed
     if job.tenant == victim.tenant:
         out.append("reclaim within one tenant (use `preempted`)")
-    if p.tenant_cohort[job.tenant] < 0 or p.tenant_cohort[job.tenant] != p.tenant_cohort[victim.tenant]:
+    if p.tenant_root[job.tenant] < 0 or p.tenant_root[job.tenant] != p.tenant_root[victim.tenant]:
         out.append("reclaim outside a shared cohort")
     reclaim = policy.reclaim_within_cohort if policy else "never"
     if reclaim == "never":
@@ -514,10 +514,10 @@ def preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None = None) -
     held = held_flavors(p, victim)
     borrowed = (used > p.nominal[victim.tenant] + 1e-9) & (held > 0)
     borrowing = nominal = np.zeros(len(p.jobs), dtype=bool)
-    cohort = p.tenant_cohort[victim.tenant]
+    cohort = p.tenant_root[victim.tenant]
     if borrowed.any() and cohort >= 0:
         flavor = int(np.argmax(np.where(borrowed, held, -1.0)))
-        other = member & ~same_t & (p.tenant_cohort[tb.tenant] == cohort) & (tb.reclaim[tb.tenant] > 0) \
+        other = member & ~same_t & (p.tenant_root[tb.tenant] == cohort) & (tb.reclaim[tb.tenant] > 0) \
             & tb.may_use[:, flavor]
         borrowing = other & lower & (victim.priority <= tb.bwc[tb.tenant])
         nominal = other & ~borrowing & ((tb.reclaim[tb.tenant] == 2) | lower)

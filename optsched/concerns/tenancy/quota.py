@@ -24,7 +24,7 @@ import numpy as np
 from optsched.concerns import eligibility
 from optsched.concerns.base import Violation
 from optsched.concerns.tenancy import preemption
-from optsched.ledger import EPS, Ledger, PlacedReplica, counted_flavors, flavor_class, flavor_use
+from optsched.ledger import EPS, Ledger, PlacedReplica, cohort_tree, counted_flavors, flavor_class, flavor_use
 from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
 
@@ -57,6 +57,9 @@ def problems(p: Problem, used: FArray, touched: BArray | None = None) -> list[tu
         out.append(("quota", f"tenant {p.tenant_names[t]} borrows {borrowed[t, f]:g} {p.flavors[f]} > "
                              f"borrowing_limit {p.borrow_limit[t, f]:g}",
                     {"borrowed": float(borrowed[t, f]), "borrowing_limit": float(p.borrow_limit[t, f])}))
+    if p.hierarchical:
+        out.extend(tree_problems(p, used, touched))
+        return out
     lendable = np.minimum(p.lend_limit, np.maximum(0.0, p.nominal - used))
     for c in np.unique(p.tenant_cohort[~solo]):
         members = p.tenant_cohort == c
@@ -67,6 +70,29 @@ def problems(p: Problem, used: FArray, touched: BArray | None = None) -> list[tu
             out.append(("quota", f"cohort of {[p.tenant_names[t] for t in np.flatnonzero(members)]} borrows "
                                  f"{b[f]:g} {p.flavors[f]} but lends only {lent[f]:g}",
                         {"borrowed": float(b[f]), "lendable": float(lent[f])}))
+    return out
+
+
+def tree_problems(p: Problem, used: FArray, touched: BArray) -> list[tuple[str, str, dict[str, float]]]:
+    """The cohort rules of hierarchical cohorts (`cohort_tree`), reported where a tenant of the
+    cohort's subtree gets new usage: a root uses at most its subtree quota, another cohort at
+    most its subtree quota plus its borrowing limit."""
+    out: list[tuple[str, str, dict[str, float]]] = []
+    order, sq, u, _ = cohort_tree(p, used)
+    inside = np.zeros((len(p.cohort_names), len(p.flavors)), dtype=bool)  # a touched tenant below
+    member = p.tenant_cohort >= 0
+    np.logical_or.at(inside, p.tenant_cohort[member], touched[member])
+    for k in order:
+        parent = int(p.cohort_parent[k])
+        if parent >= 0:
+            inside[parent] |= inside[k]
+    for k in order:
+        limit = sq[k] if p.cohort_parent[k] < 0 else sq[k] + p.cohort_borrow[k]
+        hit = (u[k] > limit + EPS * np.maximum(1.0, limit)) & inside[k]
+        for f in np.flatnonzero(hit):
+            what = "its subtree's quota" if p.cohort_parent[k] < 0 else "its subtree's quota plus its borrowing limit"
+            out.append(("quota", f"cohort {p.cohort_names[k]} uses {u[k, f]:g} {p.flavors[f]} > {what} {limit[f]:g}",
+                        {"used": float(u[k, f]), "limit": float(limit[f])}))
     return out
 
 
@@ -303,6 +329,9 @@ def cpsat(r: RoundModel) -> None:
         if p.tenant_cohort[t] < 0 and t < n_defined:  # Q1
             total = usage_new.get((t, f), 0) + usage_kept.get((t, f), 0)
             _enforce(m.add(total <= math.floor((p.nominal[t, f] - base[t, f]) * scale + 1e-6)), touched[(t, f)])
+    if p.hierarchical:
+        _tree_cpsat(r, new, kept, usage_new, usage_kept, touched, scale)
+        return
     for c in np.unique(p.tenant_cohort[p.tenant_cohort >= 0]).tolist():
         members: list[int] = np.flatnonzero(p.tenant_cohort == c).tolist()
         for f in range(len(p.flavors)):
@@ -332,6 +361,65 @@ def cpsat(r: RoundModel) -> None:
                     if (t, f) in touched:
                         m.add_implication(touched[(t, f)], any_touched)
                 q3.only_enforce_if(any_touched)
+
+
+def _tree_cpsat(r: RoundModel, new: dict[tuple[int, int], list[tuple[int, Any]]],
+                kept: dict[tuple[int, int], list[tuple[int, Any]]], usage_new: dict[tuple[int, int], Any],
+                usage_kept: dict[tuple[int, int], Any], touched: dict[tuple[int, int], Any], scale: int) -> None:
+    """CP-SAT: hierarchical cohorts (Q2h-Q3h), per tree and flavor where a member is touched: each
+    tenant within nominal + borrowing limit; over[n] = max(0, U[n] - LQ[n]) for tenants and
+    cohorts (U of a cohort: the sum of its children's over), U[c] <= SQ[c] + borrowing limit for
+    inner cohorts and U[root] <= SQ[root] (`ledger.cohort_tree`; SQ and LQ do not depend on usage)."""
+    p, m = r.p, r.model
+    _, sq, _, lq = cohort_tree(p, np.zeros_like(p.nominal))
+    t_lq = p.nominal - p.lend_limit
+    base = r.base.quota_used
+    order = cohort_tree(p, np.zeros_like(p.nominal))[0]
+    roots = p.tenant_root
+    for root in np.unique(roots[roots >= 0]).tolist():
+        members: list[int] = np.flatnonzero(roots == root).tolist()
+        cohorts = [k for k in order if _root_of(p, k) == root]
+        for f in range(len(p.flavors)):
+            if not any((t, f) in touched for t in members):
+                continue
+            lit: Any = 1
+            if not any(isinstance(touched.get((t, f)), int) for t in members):
+                lit = m.new_bool_var(f"touched[tree {root},{f}]")
+                for t in members:
+                    if (t, f) in touched:
+                        m.add_implication(touched[(t, f)], lit)
+            parts: dict[int, list[tuple[Any, int]]] = {k: [] for k in cohorts}  # (over var, its ub)
+            for t in members:
+                used = round(base[t, f] * scale)
+                usage = used + usage_kept.get((t, f), 0) + usage_new.get((t, f), 0)
+                if not math.isinf(p.borrow_limit[t, f]) and (t, f) in touched:  # Q2h
+                    _enforce(m.add(usage <= math.floor((p.nominal[t, f] + p.borrow_limit[t, f]) * scale + 1e-6)),
+                             touched[(t, f)])
+                most = used + sum(c * r.model_ub(v) for c, v in new.get((t, f), []) + kept.get((t, f), []))
+                local = round(t_lq[t, f] * scale)
+                over = m.new_int_var(0, max(most - local, 0), f"over[{t},{f}]")
+                m.add_max_equality(over, [0, usage - local])
+                parts[int(p.tenant_cohort[t])].append((over, max(most - local, 0)))
+            for k in cohorts:  # children first
+                if not parts[k]:
+                    continue
+                total = r.sum(v for v, _ in parts[k])
+                parent = int(p.cohort_parent[k])
+                limit = sq[k, f] if parent < 0 else sq[k, f] + p.cohort_borrow[k, f]
+                if not math.isinf(limit):  # Q3h
+                    _enforce(m.add(total <= math.floor(limit * scale + 1e-6)), lit)
+                if parent >= 0:
+                    ub = sum(u for _, u in parts[k])
+                    local = round(lq[k, f] * scale)
+                    over = m.new_int_var(0, max(ub - local, 0), f"over[cohort {k},{f}]")
+                    m.add_max_equality(over, [0, total - local])
+                    parts[parent].append((over, max(ub - local, 0)))
+
+
+def _root_of(p: Problem, cohort: int) -> int:
+    while p.cohort_parent[cohort] >= 0:
+        cohort = int(p.cohort_parent[cohort])
+    return cohort
 
 
 def _enforce(ct: Any, touched: Any) -> None:

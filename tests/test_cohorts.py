@@ -1,0 +1,75 @@
+"""Hierarchical cohorts (issue 22 item 8, the tree part): Kueue's Cohort objects with a parent and
+quotas of their own (pkg/cache/scheduler/resource_node.go), in the validator and at the door.
+The solvers' side is in tests/test_kueue_ported.py (Kueue's cases) and the hypothesis rounds of
+tests/test_tenancy.py (a third of the rounds with a cohort make it a tree)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optsched import InputError
+from optsched.concerns.tenancy import quota
+from optsched.model import Cluster, Queue
+from optsched.problem import compile_problem
+
+CPU = 1000
+
+
+def _cluster(tenants: list[dict[str, Any]], cohorts: list[dict[str, Any]] | None = None) -> Cluster:
+    return Cluster.model_validate({
+        "topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
+        "nodes": [{"id": "n0", "domain": "z0", "capacity": {"cpu": 64 * CPU, "memory": 1 << 20}}],
+        "tenants": tenants, "cohorts": cohorts or []})
+
+
+LIMIT = st.one_of(st.none(), st.integers(0, 8))
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=st.lists(st.tuples(st.integers(0, 8), LIMIT, LIMIT, st.integers(0, 16)), min_size=2, max_size=4))
+def test_a_one_level_tree_is_the_flat_cohort(spec: list[tuple[int, int | None, int | None, int]]) -> None:
+    """The tree rule (Kueue's subtree quotas) on a cohort without parent or quota of its own is
+    the flat rule (borrowed <= lent, within borrowing limits): for any nominal, borrowing and
+    lending limits and usage, the two problems agree on whether quota breaks."""
+    tenants = [{"name": f"t{i}", "cohort": "org", "quotas": {"cpu": {
+        "nominal": n, **({} if b is None else {"borrowing_limit": b}), **({} if lend is None else {"lending_limit": lend})}}}
+        for i, (n, b, lend, _) in enumerate(spec)]
+    flat = compile_problem(_cluster(tenants), Queue())
+    tree = compile_problem(_cluster(tenants, [{"name": "org"}]), Queue())
+    assert not flat.hierarchical and tree.hierarchical
+    used = np.array([[float(u)] for *_, u in spec])
+    assert bool(quota.problems(flat, used)) == bool(quota.problems(tree, used))
+
+
+def test_a_child_cohort_borrows_within_its_limit() -> None:
+    """`child` (team-a, nominal 4) may borrow 2 from the root's own quota of 6: team-a at 6 is
+    legal, at 7 the child cohort is over its subtree quota plus its borrowing limit (4 + 2)."""
+    tenants = [{"name": "team-a", "cohort": "child", "quotas": {"cpu": {"nominal": 4}}}]
+    cohorts = [{"name": "root", "quotas": {"cpu": {"nominal": 6}}},
+               {"name": "child", "parent": "root", "quotas": {"cpu": {"nominal": 0, "borrowing_limit": 2}}}]
+    p = compile_problem(_cluster(tenants, cohorts), Queue())
+    assert quota.problems(p, np.array([[6.0]])) == []
+    broken = quota.problems(p, np.array([[7.0]]))
+    assert [m for _, m, _ in broken] == ["cohort child uses 7 cpu > its subtree's quota plus its borrowing limit 6"]
+    root_only = compile_problem(_cluster(tenants, [cohorts[0], {"name": "child", "parent": "root"}]), Queue())
+    assert quota.problems(root_only, np.array([[10.0]])) == []  # no limit on the child: the root's 4 + 6
+    assert [m for _, m, _ in quota.problems(root_only, np.array([[11.0]]))] == [
+        "cohort root uses 11 cpu > its subtree's quota 10"]
+
+
+@pytest.mark.parametrize(("cohorts", "path", "rule"), [
+    ([{"name": "child", "parent": "nowhere"}], "cohorts[0].parent", "unknown_reference"),
+    ([{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}], "cohorts[0].parent", "cycle"),
+    ([{"name": "a"}, {"name": "a"}], "cohorts", "duplicate_id"),
+    ([{"name": "a", "quotas": {"gpus": {"nominal": 1}}}], "cohorts[0].quotas.gpus", "unknown_reference"),
+])
+def test_cohort_objects_are_checked_at_the_door(cohorts: list[dict[str, Any]], path: str, rule: str) -> None:
+    tenants = [{"name": "t", "cohort": "a", "quotas": {"cpu": {"nominal": 1}}}]
+    with pytest.raises(InputError) as exc:
+        compile_problem(_cluster(tenants, cohorts), Queue())
+    assert (path, rule) in {(i.path, i.rule) for i in exc.value.problems}

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from optsched import InputError
 from optsched.concerns.tenancy import quota
@@ -73,3 +74,41 @@ def test_cohort_objects_are_checked_at_the_door(cohorts: list[dict[str, Any]], p
     with pytest.raises(InputError) as exc:
         compile_problem(_cluster(tenants, cohorts), Queue())
     assert (path, rule) in {(i.path, i.rule) for i in exc.value.problems}
+
+
+FLAVOR_NAMES = st.sampled_from(["a", "b", "spot", "x/y", "", "root"])
+KEYS = st.sampled_from(["cpu", "memory", "H100", "spot/gpu", "a/cpu", "b/gpu", "spot/", "/gpu", "gpu", "a/H100"])
+QUOTA = st.fixed_dictionaries({"nominal": st.sampled_from([0, 1, 4, 8, 1000])}, optional={
+    "borrowing_limit": st.sampled_from([0, 2, 8]), "lending_limit": st.sampled_from([0, 1, 4])})
+
+
+@settings(max_examples=60, deadline=None)
+@given(flavors=st.lists(st.fixed_dictionaries({"name": FLAVOR_NAMES}, optional={"node_labels": st.dictionaries(
+           st.sampled_from(["k", "half"]), st.sampled_from(["a", "b"]), max_size=2)}), max_size=3),
+       cohorts=st.lists(st.fixed_dictionaries({"name": FLAVOR_NAMES}, optional={
+           "parent": FLAVOR_NAMES, "quotas": st.dictionaries(KEYS, QUOTA, max_size=2)}), max_size=3),
+       tenants=st.lists(st.fixed_dictionaries({"name": st.sampled_from(["t0", "t1", "t2"])}, optional={
+           "cohort": FLAVOR_NAMES, "quotas": st.dictionaries(KEYS, QUOTA, max_size=3)}), min_size=1, max_size=3),
+       gpus=st.sampled_from([0, 1, 8]))
+def test_random_flavors_and_cohorts_are_refused_cleanly_or_scheduled_validly(
+        flavors: list[dict[str, Any]], cohorts: list[dict[str, Any]], tenants: list[dict[str, Any]], gpus: int) -> None:
+    """Resource flavors, cohort trees and quota keys drawn at random (unknown names, `/` in names,
+    overlaps, cycles): an InputError at the door, or a round whose `kueue` plan passes the check
+    (cpsat's side: the hypothesis rounds of tests/test_tenancy.py)."""
+    from optsched.check import check_problem
+    from optsched.solvers.kueue import solve_kueue
+
+    doc = {"topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
+           "device_models": {"H100": {}},
+           "nodes": [{"id": f"n{i}", "domain": "z0", "labels": {"half": "a" if i % 2 else "b"},
+                      "capacity": {"cpu": 16 * CPU, "memory": 65536}, "devices": {"model": "H100", "count": 8}}
+                     for i in range(3)],
+           "resource_flavors": flavors, "cohorts": cohorts, "tenants": tenants}
+    names = [t["name"] for t in tenants]
+    jobs = [{"id": f"j{i}", "tenant": names[i % len(names)],
+             "groups": [{"name": "w", "request": {"cpu": 2 * CPU, "gpu": gpus}}]} for i in range(5)]
+    try:
+        p = compile_problem(Cluster.model_validate(doc), Queue.model_validate({"jobs": jobs}))
+    except (InputError, ValidationError):
+        return
+    assert check_problem(p, solve_kueue(p)) == []

@@ -5,7 +5,8 @@ benchmarks/results/scale.md only under `make bench` or with `--out` (default: ./
 
 Per row: one generated `mixed` queue, `optsched.solve(cluster, queue, solver="cpsat",
 time_limit=T)` timed as a whole call (compiling included), every plan checked by the validator.
-- mixed-cloud-10k, 1,000 jobs at 2x load: against Kueue run to completion (value and lost GPU-h).
+- mixed-cloud-10k, 1,000 jobs at 2x load: against Kueue run to completion (value and lost work:
+  the `disruption` term, GPU-equivalent hours).
 - dgx-h100-1k (300 jobs) and ascend-910b-4k (500 jobs), loads 1/2/4, at 1 s: against the best
   placement baseline run to completion.
 - `--huge`: 102,400 GPUs / 10,000 jobs at 10 s against the best baseline (its setup takes about a
@@ -135,13 +136,13 @@ def main() -> None:
            "checked by the validator; `mixed` queues.\n",
            "## Summary\n",
            "mixed-cloud-10k (1,000 jobs, 2x load; target at 1 s: wall <= 1.1 s, value >= Kueue run to completion "
-           "with lost GPU-h <= Kueue's on 5/5 seeds, gap <= 3%; at 10 s gap <= 1%):\n",
+           "with lost work <= Kueue's on 5/5 seeds, gap <= 3%; at 10 s gap <= 1%):\n",
            table(["cluster", "limit s", "rounds", ">= Kueue with <= lost", "max wall s", "status"], m_sum),
            "\ndgx-h100-1k and ascend-910b-4k at 1 s (target: >= best greedy on 15/15, not fallback on >= 12/15, "
            "gap <= 1.5%):\n",
            table(["cluster", "limit s", "rounds", ">= best greedy", "not fallback", "max gap", "max wall s"], f_sum),
            "\n## mixed-cloud-10k\n",
-           table(["seed", "limit s", "wall s", "status", "route", "value", "kueue value", "ratio", "lost GPU-h",
+           table(["seed", "limit s", "wall s", "status", "route", "value", "kueue value", "ratio", "lost work",
                   "kueue lost", "gap", "kueue s", "reason"], m_rows),
            "\n## dgx-h100-1k and ascend-910b-4k at 1 s\n",
            table(["cluster", "seed", "load", "wall s", "status", "route", "value", "best greedy", "ratio", "gap",

@@ -84,14 +84,7 @@ def cohort_tree(p: Problem, used: FArray) -> tuple[list[int], FArray, FArray, FA
     A tenant's local quota is what it does not lend (nominal - lending limit); a cohort's SQ is its
     own quota plus what its children lend up (their SQ past their local quota), its U what its
     children use past their local quota, its LQ the part of its SQ above its lending limit."""
-    n_c = len(p.cohort_names)
-    depth = np.zeros(n_c, dtype=np.int64)
-    for k in range(n_c):
-        at = k
-        while p.cohort_parent[at] >= 0:
-            at = int(p.cohort_parent[at])
-            depth[k] += 1
-    order = sorted(range(n_c), key=lambda k: -depth[k])
+    order: list[int] = p.cohort_order.tolist()
     sq = p.cohort_nominal.copy()
     u = np.zeros_like(sq)
     lq = np.zeros_like(sq)

@@ -241,6 +241,10 @@ class Problem:
     """(cohorts, flavors): its lending limit to its parent (inf: none)."""
     tenant_root: IArray
     """Per tenant: the root of its cohort tree (-1 without a cohort); reclaim works within a tree."""
+    cohort_root: IArray
+    """Per cohort: the root of its tree."""
+    cohort_order: IArray
+    """The cohorts, children before their parents (deepest first)."""
     hierarchical: bool
     """Whether the cluster defines Cohort objects (then quota follows the trees: `quota.tree_problems`)."""
     # jobs
@@ -579,9 +583,12 @@ def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_in
                 if q.lending_limit is not None:
                     cohort_lend[k, f] = q.lending_limit
     cohort_root = np.arange(len(cohorts), dtype=np.int64)
+    depth = np.zeros(len(cohorts), dtype=np.int64)
     for k in range(len(cohorts)):
         while cohort_parent[cohort_root[k]] >= 0:
             cohort_root[k] = cohort_parent[cohort_root[k]]
+            depth[k] += 1
+    cohort_order = np.array(sorted(range(len(cohorts)), key=lambda k: -depth[k]), dtype=np.int64)
     tenant_root = np.where(tenant_cohort >= 0, cohort_root[np.maximum(tenant_cohort, 0)] if len(cohorts) else -1, -1)
     flavor_is_model = np.array([m_index.get(f, -1) for f in flavors], dtype=np.int64)
     counted = [f.split("/", 1)[1] if "/" in f else f for f in flavors]
@@ -604,7 +611,8 @@ def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_in
             "nominal": _ro(nominal), "borrow_limit": _ro(borrow), "lend_limit": _ro(lend),
             "cohort_names": tuple(cohorts), "cohort_parent": _ro(cohort_parent), "cohort_nominal": _ro(cohort_nominal),
             "cohort_borrow": _ro(cohort_borrow), "cohort_lend": _ro(cohort_lend),
-            "tenant_root": _ro(np.asarray(tenant_root, dtype=np.int64)),
+            "tenant_root": _ro(np.asarray(tenant_root, dtype=np.int64)), "cohort_root": _ro(cohort_root),
+            "cohort_order": _ro(cohort_order),
             "hierarchical": bool(len(cluster.cohorts))}
 
 

@@ -50,8 +50,8 @@ class FlavorAssigner:
         """`_need_for` by (job, assigned flavors): it does not depend on usage."""
         self._eligible_flavors: dict[tuple[int, int, int], bool] = {}
         """(job, group, flavor) -> some node of the flavor may hold the group."""
-        self._quantity: dict[tuple[int, int, int], int | None] = {}
-        """(job, group, -1) -> `_assigned_quantity`."""
+        self._quantity: dict[tuple[int, int], int | None] = {}
+        """(job, group) -> `_assigned_quantity`."""
 
     def fix(self, job: JobSpec, assignment: FlavorAssignment | None = None) -> FlavorAssignment:
         """Fix the job's assignment while it is admitted (placement, preemption trials): the one
@@ -170,7 +170,7 @@ class FlavorAssigner:
         ResourceFlavors, ``<flavor>/cpu``); None when nothing is to assign: every usable node must
         be counted by a flavor of that quantity (else its replicas may avoid quota), and a
         resource counted on every node by one flavor needs no choice."""
-        key = (job.index, group.index, -1)
+        key = (job.index, group.index)
         if key in self._quantity:
             return self._quantity[key]
         p = self.p

@@ -371,14 +371,13 @@ def _tree_cpsat(r: RoundModel, new: dict[tuple[int, int], list[tuple[int, Any]]]
     cohorts (U of a cohort: the sum of its children's over), U[c] <= SQ[c] + borrowing limit for
     inner cohorts and U[root] <= SQ[root] (`ledger.cohort_tree`; SQ and LQ do not depend on usage)."""
     p, m = r.p, r.model
-    _, sq, _, lq = cohort_tree(p, np.zeros_like(p.nominal))
+    order, sq, _, lq = cohort_tree(p, np.zeros_like(p.nominal))
     t_lq = p.nominal - p.lend_limit
     base = r.base.quota_used
-    order = cohort_tree(p, np.zeros_like(p.nominal))[0]
     roots = p.tenant_root
     for root in np.unique(roots[roots >= 0]).tolist():
         members: list[int] = np.flatnonzero(roots == root).tolist()
-        cohorts = [k for k in order if _root_of(p, k) == root]
+        cohorts = [k for k in order if p.cohort_root[k] == root]
         for f in range(len(p.flavors)):
             if not any((t, f) in touched for t in members):
                 continue
@@ -414,12 +413,6 @@ def _tree_cpsat(r: RoundModel, new: dict[tuple[int, int], list[tuple[int, Any]]]
                     over = m.new_int_var(0, max(ub - local, 0), f"over[cohort {k},{f}]")
                     m.add_max_equality(over, [0, total - local])
                     parts[parent].append((over, max(ub - local, 0)))
-
-
-def _root_of(p: Problem, cohort: int) -> int:
-    while p.cohort_parent[cohort] >= 0:
-        cohort = int(p.cohort_parent[cohort])
-    return cohort
 
 
 def _enforce(ct: Any, touched: Any) -> None:

@@ -177,6 +177,11 @@ class RunningPack:
     bandwidth: FArray
     """Per running job: its collective traffic (Gbps)."""
     tenant: IArray
+    place_start: IArray
+    dev_start: IArray
+    cross_start: IArray
+    """Per running job k, its rows are [start[k], start[k + 1]) of the placement, device and
+    uplink rows (the rows are in job order): a few jobs' rows without a pass over all of them."""
 
 
 def _running_pack(p: Problem) -> RunningPack:
@@ -190,6 +195,9 @@ def _running_pack(p: Problem) -> RunningPack:
         if len(p.flavors):
             quota[k] += flavor_use(p, run[k].groups[pl.group], pl.node)
     crossed = [crossed_domains(p, np.array([pl.node for pl in j.placements], dtype=np.int64)) for j in run]
+    starts = [np.concatenate([[0], np.cumsum(counts)]).astype(np.int64) for counts in (
+        [len(j.placements) for j in run], [sum(len(pl.devices) for pl in j.placements) for j in run],
+        [len(c) for c in crossed])]
     return RunningPack(
         place_job=np.array([k for k, _ in placements], dtype=np.int64),
         place_node=np.array([pl.node for _, pl in placements], dtype=np.int64), place_req=req,
@@ -201,7 +209,18 @@ def _running_pack(p: Problem) -> RunningPack:
         cross_job=np.repeat(np.arange(len(run), dtype=np.int64), [len(c) for c in crossed]),
         cross_domain=np.concatenate(crossed) if crossed else np.zeros(0, dtype=np.int64),
         bandwidth=np.array([j.bandwidth for j in run], dtype=float),
-        tenant=np.array([j.tenant for j in run], dtype=np.int64))
+        tenant=np.array([j.tenant for j in run], dtype=np.int64), place_start=starts[0], dev_start=starts[1],
+        cross_start=starts[2])
+
+
+def _rows_of(start: IArray, jobs: IArray) -> tuple[IArray, IArray]:
+    """The rows of `jobs` (sorted, distinct running indices) in a table whose job k has rows
+    [start[k], start[k + 1]), in row order, and each row's position in `jobs`."""
+    counts = start[jobs + 1] - start[jobs]
+    total = int(counts.sum())
+    ends = np.cumsum(counts)
+    rows = np.repeat(start[jobs] - (ends - counts), counts) + np.arange(total)
+    return rows, np.repeat(np.arange(len(jobs)), counts)
 
 
 RUNNING_PACK: Derived[RunningPack] = Derived("ledger.running_pack", _running_pack)
@@ -374,37 +393,46 @@ class Ledger:
         self.add_replicas(job, job.placements, sign)
 
     def add_running_many(self, jobs: Sequence[JobSpec], sign: float = 1.0) -> IArray:
-        """`add_running` for many running jobs at once: one vectorised update from the round's
-        `RunningPack`, device summaries refreshed once per touched node (a job listed twice
-        counts twice, as with `add_running`). Returns the nodes whose usage it changed (a node once
-        per placement of the jobs on it)."""
-        p = self.problem
+        """`add_running` for many running jobs at once (`add_running_weighted` with `sign` per
+        listing: a job listed twice counts twice, as with `add_running`). Returns the nodes whose
+        usage it changed (a node once per placement of the jobs on it)."""
         if not jobs:
             return np.zeros(0, dtype=np.int64)
+        index, times = np.unique(np.fromiter((j.index for j in jobs), dtype=np.int64, count=len(jobs)),
+                                 return_counts=True)
+        return self.add_running_weighted(index, sign * times.astype(float))
+
+    def add_running_weighted(self, jobs: IArray, weights: FArray) -> IArray:
+        """Account running jobs `jobs` (sorted, distinct indices into `Problem.running`) `weights`
+        times each where they sit (-1 releases one, +1 puts it back: a trial that moves from one
+        set of released jobs to another is one call): a few vectorised updates on their rows of
+        the round's `RunningPack`, device summaries refreshed once per touched node. Returns the
+        nodes whose usage it changed (a node once per placement of the jobs on it)."""
+        p = self.problem
+        if not len(jobs):
+            return np.zeros(0, dtype=np.int64)
         pack = p.derived(RUNNING_PACK)
-        times = np.bincount(np.fromiter((j.index for j in jobs), dtype=np.int64, count=len(jobs)),
-                            minlength=len(p.running)).astype(float)
-        weight = sign * times
-        rows = np.flatnonzero(times[pack.place_job] > 0)
+        rows, at = _rows_of(pack.place_start, jobs)
         nodes = pack.place_node[rows]
-        np.add.at(self.used, nodes, weight[pack.place_job[rows], None] * pack.place_req[rows])
-        np.add.at(self.score_pad, nodes, weight[pack.place_job[rows], None] * pack.place_pad[rows])
-        devs = np.flatnonzero(times[pack.dev_job] > 0)
+        np.add.at(self.used, nodes, weights[at, None] * pack.place_req[rows])
+        np.add.at(self.score_pad, nodes, weights[at, None] * pack.place_pad[rows])
+        devs, dev_at = _rows_of(pack.dev_start, jobs)
         if len(devs):
-            np.add.at(self.dev_used, pack.dev_index[devs], weight[pack.dev_job[devs]] * pack.dev_share[devs])
+            np.add.at(self.dev_used, pack.dev_index[devs], weights[dev_at] * pack.dev_share[devs])
             touched = np.unique(p.dev_node[pack.dev_index[devs]])
             if len(touched) > 16:  # one vectorised pass beats many per-node refreshes
                 self._refresh_devices_of(touched)
             else:
                 for n in touched.tolist():
                     self._refresh_node(n)
-        chosen = np.flatnonzero(times)
         if len(p.flavors):
-            np.add.at(self.quota_used, pack.tenant[chosen], weight[chosen, None] * pack.quota[chosen])
-        cross = np.flatnonzero((times[pack.cross_job] > 0) & (pack.bandwidth[pack.cross_job] != 0))
+            np.add.at(self.quota_used, pack.tenant[jobs], weights[:, None] * pack.quota[jobs])
+        cross, cross_at = _rows_of(pack.cross_start, jobs)
         if len(cross):
-            job = pack.cross_job[cross]
-            np.add.at(self.uplink_load, pack.cross_domain[cross], weight[job] * pack.bandwidth[job])
+            gbps = pack.bandwidth[jobs]
+            keep = gbps[cross_at] != 0
+            if keep.any():
+                np.add.at(self.uplink_load, pack.cross_domain[cross[keep]], (weights * gbps)[cross_at[keep]])
         return nodes
 
     def add_replicas(self, job: JobSpec, replicas: Sequence[RunningPlacement | PlacedReplica],

@@ -53,3 +53,28 @@ def test_bulk_release_on_a_reference_cluster() -> None:
         single.add_running(v, sign=-1.0)
     _same(bulk, single)
     assert (bulk.free_whole > Ledger.with_running(p).free_whole).sum() > 16
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(busy_rounds(), contended_rounds()), first=st.sets(st.integers(0, 63), max_size=10),
+       second=st.sets(st.integers(0, 63), max_size=10))
+def test_moving_from_one_released_set_to_another(data: tuple[Cluster, Queue], first: set[int],
+                                                  second: set[int]) -> None:
+    """The `kueue` baseline's trials move from one victim set to the next in one weighted call:
+    the same ledger as restoring the first set and releasing the second one by one."""
+    p = compile_problem(*data)
+    if not p.running:
+        return
+    a = sorted({k % len(p.running) for k in first})
+    b = sorted({k % len(p.running) for k in second})
+    moved, single = Ledger.with_running(p), Ledger.with_running(p)
+    moved.add_running_weighted(np.array(a, dtype=np.int64), -np.ones(len(a)))
+    go, back = sorted(set(b) - set(a)), sorted(set(a) - set(b))
+    jobs = np.array(go + back, dtype=np.int64)
+    weights = np.array([-1.0] * len(go) + [1.0] * len(back))
+    order = np.argsort(jobs)
+    nodes = moved.add_running_weighted(jobs[order], weights[order])
+    for k in b:
+        single.add_running(p.running[k], sign=-1.0)
+    _same(moved, single)
+    assert set(nodes.tolist()) == {pl.node for k in go + back for pl in p.running[k].placements}

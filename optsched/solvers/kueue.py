@@ -107,6 +107,9 @@ class KueueEngine(GreedyEngine):
         """Quota usage held for pending preemptors (`_hold_capacity`), per tenant and flavor."""
         self._trials: dict[tuple[int, tuple[int, ...], bool], Attempt | None] = {}
         """Outcomes of trial placements since the round's state last changed (`_fits_without`)."""
+        self._out: set[int] = set()
+        """Running jobs (indices) out of the ledger for the trial last run (`_trial_release`):
+        consecutive trials move from one victim set to the next, `_restore` ends the series."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -178,6 +181,23 @@ class KueueEngine(GreedyEngine):
         """Take running jobs out of the ledger (sign=+1 puts them back)."""
         self.changed.extend(self.ledger.add_running_many(victims, sign).tolist())
 
+    def _trial_release(self, victims: list[JobSpec]) -> None:
+        """Have exactly `victims` out of the ledger for a trial: from the previous trial's set,
+        the new ones go and the ones no longer listed come back, in one ledger update (a series of
+        trials over growing prefixes moves only their differences)."""
+        want = {v.index for v in victims}
+        go, back = sorted(want - self._out), sorted(self._out - want)
+        if go or back:
+            jobs = np.array(go + back, dtype=np.int64)
+            weights = np.array([-1.0] * len(go) + [1.0] * len(back))
+            order = np.argsort(jobs)
+            self.changed.extend(self.ledger.add_running_weighted(jobs[order], weights[order]).tolist())
+        self._out = want
+
+    def _restore(self) -> None:
+        """Put back the running jobs the last trial took out (the end of a series of trials)."""
+        self._trial_release([])
+
     def _candidates(self, job: JobSpec, for_nodes: bool = False) -> list[tuple[JobSpec, str]]:
         """Running jobs this job may evict under its tenant's policies, in Kueue's order, with the
         eviction reason (`preempted` in the tenant, `reclaimed` across the cohort). With
@@ -221,36 +241,38 @@ class KueueEngine(GreedyEngine):
     # ------------------------------------------------------------------ preemption
     def _fits_without(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool, keep: bool) -> Attempt | None:
         """Release `victims`, try to place the job; with `keep` a success stays placed (victims
-        stay released), otherwise everything is put back. Returns the attempt if it fits.
+        stay released for good), otherwise the job's replicas are taken off again and the
+        victims stay out of the ledger only until the next trial or `_restore` (which the caller
+        runs before it reads the round's state). Returns the attempt if it fits.
 
-        A trial puts everything back, so between two changes of the round's state the same
-        trial has the same outcome: outcomes are remembered (`_trials`, emptied when a job is
-        kept) and a kept success re-applies the replicas its trial found. A trial the victims'
-        capacity cannot pass (`_cannot_fit`) is not run."""
+        A trial is undone, so between two changes of the round's state the same trial has the
+        same outcome: outcomes are remembered (`_trials`, emptied when a job is kept) and a kept
+        success re-applies the replicas its trial found. A trial the victims' capacity cannot
+        pass (`_cannot_fit`) is not run."""
         key = (job.index, tuple(v.index for v in victims), allow_borrow)
         tried = key in self._trials
         known = self._trials.get(key)
         if tried and not (keep and known is not None):
             return known
-        self._release(victims)
+        self._trial_release(victims)
         if known is not None:  # keep a success found by a trial
             for r in known.replicas:
                 self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share)
                 self.changed.append(r.node)
+            self._out = set()
             self._trials.clear()
             return Attempt(list(known.replicas))
         if self._cannot_fit(job):
-            self._release(victims, sign=1.0)
             self._trials[key] = None
             return None
         att = self.place_job(job)
         ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
         if ok and keep:
+            self._out = set()
             self._trials.clear()
             return att
         if att.failure is None:
             self.rollback(job, list(att.replicas))
-        self._release(victims, sign=1.0)
         self._trials[key] = Attempt(list(att.replicas)) if ok else None
         return att if ok else None
 
@@ -272,6 +294,13 @@ class KueueEngine(GreedyEngine):
 
     def _targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
         """The shortest prefix of `cands` after whose eviction the job fits, minimised in reverse."""
+        try:
+            return self._shortest_targets(job, cands, allow_borrow)
+        finally:
+            self._restore()
+
+    def _shortest_targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
+        """`_targets`, with the last trial's victims left out of the ledger."""
         if not cands or self._fits_without(job, cands, allow_borrow, keep=False) is None:
             return []
         lo, hi = 1, 1  # galloping: most jobs need one or two victims
@@ -284,11 +313,27 @@ class KueueEngine(GreedyEngine):
             else:
                 lo = mid + 1
         targets = cands[:hi]
-        for v in reversed(list(targets) if len(targets) > 1 else []):  # one target: it was needed
-            rest = [t for t in targets if t is not v]
+        # Kueue's fill-back (`fillBackWorkloads`): the last target is needed (the prefix without
+        # it did not fit); the others, from the last to the first, are given back if the job
+        # still fits without them. Given back a block at a time: when the job fits with a whole
+        # block given back, giving its targets back one by one would succeed at each step (fit
+        # grows with the targets, as the search above assumes), so the result is the one-by-one
+        # pass's, in O(kept x log targets) trials instead of one per target.
+        kept = set(range(len(targets)))
+
+        def give_back(block: list[int]) -> None:
+            if not block:
+                return
+            rest = [targets[i] for i in sorted(kept - set(block))]
             if self._fits_without(job, rest, allow_borrow, keep=False) is not None:
-                targets = rest
-        return targets
+                kept.difference_update(block)
+            elif len(block) > 1:
+                half = len(block) // 2
+                give_back(block[:half])
+                give_back(block[half:])
+
+        give_back(list(range(len(targets) - 2, -1, -1)))
+        return [targets[i] for i in sorted(kept)]
 
     def _preempt(self, job: JobSpec, failure: str) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
         """Kueue's classic preemption targets for `job` (which failed for `failure`); on success
@@ -326,6 +371,7 @@ class KueueEngine(GreedyEngine):
                 continue
             att = self._fits_without(job, targets, allow_borrow, keep=True)
             if att is None:
+                self._restore()
                 continue
             chosen = [(v, reason_of[v.id]) for v in targets]
             if self._legal(job, att, chosen):
@@ -459,7 +505,11 @@ class KueueEngine(GreedyEngine):
         holders = [v for v in alive if v.preemptible and v.priority >= job.priority
                    and any(usable[pl.node] for pl in v.placements) and protected(v)]
         allowed = [v for v, _ in self._candidates(job)]
-        if not holders or self._fits_without(job, holders + allowed, allow_borrow=True, keep=False) is None:
+        if not holders:
+            return att
+        fits = self._fits_without(job, holders + allowed, allow_borrow=True, keep=False)
+        self._restore()
+        if fits is None:
             return att  # even they would not make room: the original reason binds
         return Attempt(failure="priority", detail=(
             f"{att.failure}: {len(holders)} preemptible running jobs of priority >= {job.priority} hold nodes "

@@ -478,7 +478,7 @@ class Ledger:
         placement changed; numpy's per-call cost was most of that). Same floats, same answer."""
         p = self.problem
         limit = p.derived(CAP_ROWS)[node]
-        if not all(u + r <= c for u, r, c in zip(self.used[node].tolist(), group.req.tolist(), limit, strict=True)):
+        if not all(u + r <= c for u, r, c in zip(self.used[node].tolist(), group.req_row, limit, strict=True)):
             return False
         if group.whole:
             if group.affinity == "required" and group.whole <= p.node_max_group[node]:

@@ -122,6 +122,11 @@ class GroupSpec:
         """True when each replica takes whole devices or a share of one."""
         return self.gpu > 0
 
+    @cached_property
+    def req_row(self) -> tuple[float, ...]:
+        """`req` as Python floats (the one-node checks of the greedy engine read it per node)."""
+        return tuple(self.req.tolist())
+
 
 @dataclass(frozen=True)
 class RunningPlacement:
@@ -284,8 +289,14 @@ class Problem:
     def node_domain_at(self, level: int) -> IArray:
         """Domain id of every node at `level` (node index itself for the node pseudo-level)."""
         if level >= self.n_levels:
-            return np.arange(self.n_nodes, dtype=np.int64)
+            return self._node_range
         return self.node_dom[:, level]
+
+    @cached_property
+    def _node_range(self) -> IArray:
+        """0 .. n_nodes - 1, read-only (the node pseudo-level's domain ids, asked per replica)."""
+        out: IArray = _ro(np.arange(self.n_nodes, dtype=np.int64))
+        return out
 
     def gpus_of(self, placements: tuple[RunningPlacement, ...] | list[RunningPlacement]) -> float:
         """GPUs held by a list of placements (shares counted as fractions)."""

@@ -100,7 +100,7 @@ def _fractions_one(p: Problem, ledger: Ledger, group: GroupSpec, node: int,
     """`_fractions` and the weights of one node: (f_cpu, f_mem, f_dev, h_cpu, h_mem, h_dev, safe total)."""
     cap0, cap1, count, safe_count, h0, h1, h2, total = p.derived(NODE_ROWS)[node]
     u0, u1 = ledger.used[node, :2].tolist()
-    r0, r1 = group.req[:2].tolist()
+    r0, r1 = group.req_row[:2]
     if nonzero:
         s0, s1 = ledger.score_pad[node].tolist()
         q0, q1 = group.nonzero_pad

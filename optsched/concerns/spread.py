@@ -68,7 +68,7 @@ def allowed_domains(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain
     assert spread is not None
     doms = eligible_domains(p, job, group, p.level_index(spread.level))
     counts = np.zeros(len(doms), dtype=np.int64)
-    if counts_by_domain:
+    if counts_by_domain and len(doms):
         placed = np.fromiter(counts_by_domain, dtype=np.int64)
         pos = np.searchsorted(doms, placed)
         inside = (pos < len(doms)) & (doms[np.minimum(pos, len(doms) - 1)] == placed)
@@ -77,6 +77,34 @@ def allowed_domains(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain
     out = np.zeros(len(doms) + 1, dtype=bool)
     out[:-1] = counts + 1 - lowest <= spread.max_skew
     return out
+
+
+def blocked_domains(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int]) -> list[int]:
+    """The eligible spread domains (ids at the spread level) that may not take one more replica:
+    exactly those `allowed_domains` refuses, listed instead of masked. Only a domain that holds
+    replicas can be refused (max_skew >= 1), so a search over thousands of domains with a few
+    replicas placed hides a few domains instead of masking every node (plain Python: the dict
+    holds a group's few replicas)."""
+    spread = group.spec.spread
+    assert spread is not None
+    if not counts_by_domain:
+        return []
+    doms = p.derived(GROUP_DOMAIN_SET, job, group, p.level_index(spread.level))
+    inside = {d: c for d, c in counts_by_domain.items() if d in doms}
+    lowest = min(inside.values()) if len(inside) == len(doms) and doms else 0  # else some domain holds none
+    return [d for d, c in inside.items() if c + 1 - lowest > spread.max_skew]
+
+
+ELIGIBLE_DOMAIN_SET: Derived[frozenset[int]] = Derived(
+    "spread.eligible_domain_set",
+    lambda p, job, group, level: frozenset(eligible_domains(p, job, group, level).tolist()),
+    key=lambda p, job, group, level: (eligibility.shape_key(p, job, group), level))
+"""`eligible_domains` as a set, per replica shape."""
+
+GROUP_DOMAIN_SET: Derived[frozenset[int]] = Derived(
+    "spread.group_domain_set", lambda p, job, group, level: p.derived(ELIGIBLE_DOMAIN_SET, job, group, level),
+    key=lambda p, job, group, level: (job.running, job.index, group.index, level))
+"""The same set looked up by the group (asked per replica: the shape's key costs more than the set)."""
 
 
 def allowed_nodes(p: Problem, job: JobSpec, group: GroupSpec, counts_by_domain: dict[int, int],

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from optsched.concerns import eligibility
+from optsched.latency import gc_paused
 from optsched.model.plan import Plan, SolverStats
 from optsched.problem import BArray, IArray, JobSpec, Problem
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
@@ -54,6 +55,11 @@ def _nodes_needed(p: Problem, engine: GreedyEngine, job: JobSpec, empty: IArray)
 
 def solve_karpenter(p: Problem, *, time_limit: float = math.inf, seed: int = 0) -> Plan:
     """The karpenter baseline's plan (module docstring)."""
+    with gc_paused():  # as in every solve (optsched.latency)
+        return _karpenter_plan(p, time_limit, seed)
+
+
+def _karpenter_plan(p: Problem, time_limit: float, seed: int) -> Plan:
     start = time.perf_counter()
     deadline = start + time_limit
     engine = GreedyEngine(p, STRATEGIES["best-fit"])

@@ -60,6 +60,7 @@ import numpy as np
 
 from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import preemption
+from optsched.latency import gc_paused
 from optsched.ledger import EPS, PlacedReplica, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
@@ -582,11 +583,12 @@ def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0,
     get a Kueue plan within a short time limit).
     """
     start = time.perf_counter()
-    engine = KueueEngine(p)
-    engine.preempt_deadline = start + (math.inf if preempt_within is None else preempt_within)
-    placed, deferred = engine.run(deadline=start + time_limit)
-    wall = time.perf_counter() - start
-    plan = to_plan(p, placed, deferred, SolverStats(name="kueue", status="heuristic", wall_s=wall, seed=seed))
+    with gc_paused():  # as in every solve (optsched.latency)
+        engine = KueueEngine(p)
+        engine.preempt_deadline = start + (math.inf if preempt_within is None else preempt_within)
+        placed, deferred = engine.run(deadline=start + time_limit)
+        wall = time.perf_counter() - start
+        plan = to_plan(p, placed, deferred, SolverStats(name="kueue", status="heuristic", wall_s=wall, seed=seed))
     # in the order they happened: the validator judges a reclaim after those listed before it
     return plan.model_copy(update={"evictions": list(engine.evictions.values())})
 

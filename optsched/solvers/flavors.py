@@ -50,8 +50,11 @@ class FlavorAssigner:
         """`_need_for` by (job, assigned flavors): it does not depend on usage."""
         self._eligible_flavors: dict[tuple[int, int, int], bool] = {}
         """(job, group, flavor) -> some node of the flavor may hold the group."""
-        self._quantity: dict[tuple[int, int], int | None] = {}
-        """(job, group) -> `_assigned_quantity`."""
+        self._quantity: dict[tuple[tuple[object, ...], bool], int | None] = {}
+        """(replica shape (`eligibility.shape_key`), asks for GPUs) -> `_assigned_quantity` (it
+        depends on the nodes the group may use and what it asks for, nothing else)."""
+        self._covers: dict[tuple[tuple[object, ...], bool, int | None], list[int]] = {}
+        """(replica shape, asks for GPUs, assigned flavor) -> `_covering`."""
 
     def fix(self, job: JobSpec, assignment: FlavorAssignment | None = None) -> FlavorAssignment:
         """Fix the job's assignment while it is admitted (placement, preemption trials): the one
@@ -154,15 +157,24 @@ class FlavorAssigner:
         for g in job.groups:
             if g.rmin <= 0:
                 continue
-            nodes = eligibility.mask(p, job, g)
-            if g.index in flavors:
-                nodes = nodes & p.flavor_nodes[flavors[g.index]]
-            if not nodes.any():
-                continue
-            covering = counted_flavors(p, g) & p.flavor_nodes[:, nodes].all(axis=1)
-            for f in np.flatnonzero(covering).tolist():
+            for f in self._covering(job, g, flavors.get(g.index)):
                 need[f] += (g.gpu if res[f] < 0 else float(g.req[res[f]])) * g.rmin
         return need.copy()
+
+    def _covering(self, job: JobSpec, group: GroupSpec, flavor: int | None) -> list[int]:
+        """The flavors counting what the group asks for on every node it may use (on `flavor`'s
+        nodes, when one is assigned): per replica shape, since they depend on nothing else."""
+        key = (eligibility.shape_key(self.p, job, group), group.gpu > 0, flavor)
+        known = self._covers.get(key)
+        if known is None:
+            p = self.p
+            nodes = eligibility.mask(p, job, group)
+            if flavor is not None:
+                nodes = nodes & p.flavor_nodes[flavor]
+            known = [] if not nodes.any() else \
+                np.flatnonzero(counted_flavors(p, group) & p.flavor_nodes[:, nodes].all(axis=1)).tolist()
+            self._covers[key] = known
+        return known
 
     def _assigned_quantity(self, job: JobSpec, group: GroupSpec) -> int | None:
         """What the group's flavor is assigned by: its GPUs (-1) when it asks for devices, else the
@@ -170,7 +182,7 @@ class FlavorAssigner:
         ResourceFlavors, ``<flavor>/cpu``); None when nothing is to assign: every usable node must
         be counted by a flavor of that quantity (else its replicas may avoid quota), and a
         resource counted on every node by one flavor needs no choice."""
-        key = (job.index, group.index)
+        key = (eligibility.shape_key(self.p, job, group), group.gpu > 0)
         if key in self._quantity:
             return self._quantity[key]
         p = self.p

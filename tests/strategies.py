@@ -103,6 +103,13 @@ def jobs(draw: st.DrawFn, cluster: Cluster, index: int) -> dict[str, Any]:
             group["tolerations"] = [{"key": "spot"}]
         if draw(st.integers(0, 5)) == 0:
             group["node_selector"] = {"zone": draw(st.sampled_from(["a", "b"]))}
+        if draw(st.integers(0, 5)) == 0:
+            op = draw(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]))
+            values = [draw(st.sampled_from(["a", "b"]))] if op in ("In", "NotIn") else []
+            terms = [{"match_expressions": [{"key": "zone", "operator": op, "values": values}]}]
+            if draw(st.booleans()):  # a second term, ORed with the first
+                terms.append({"match_expressions": [{"key": "zone", "operator": "In", "values": ["b"]}]})
+            group["node_affinity"] = terms
         if draw(st.integers(0, 4)) == 0:
             group["spread"] = {"level": draw(st.sampled_from(["node", "leaf"])), "max_skew": draw(st.integers(1, 2))}
         groups.append(group)

@@ -142,6 +142,21 @@ def test_selector_mismatch(example_docs: Docs) -> None:
     assert rules(c, q, p) == {"selector"}
 
 
+def test_required_node_affinity(example_docs: Docs) -> None:
+    """Terms are ORed, expressions in a term ANDed; NotIn holds on a node without the label."""
+    c, q, p = example_docs
+    group = q["jobs"][2]["groups"][0]
+    group["node_affinity"] = [{"match_expressions": [{"key": "gpu-generation", "operator": "In",
+                                                      "values": ["ampere"]}]}]
+    assert rules(c, q, p) == {"selector"}
+    group["node_affinity"].append({"match_expressions": [{"key": "gpu-generation", "operator": "NotIn",
+                                                          "values": ["ampere"]}]})
+    assert rules(c, q, p) == set()
+    group["node_affinity"] = [{"match_expressions": [{"key": "gpu-generation", "operator": "DoesNotExist"},
+                                                     {"key": "gpu-generation", "operator": "Exists"}]}]
+    assert rules(c, q, p) == {"selector"}
+
+
 def test_unhealthy_node(example_docs: Docs) -> None:
     c, q, p = example_docs
     c["nodes"][3]["healthy"] = False

@@ -257,3 +257,23 @@ def test_every_schema_field_has_a_description_and_every_document_an_id() -> None
         bare = [f"{o.get('title')}.{name}" for o in objects for name, prop in o.get("properties", {}).items()
                 if not prop.get("description")]
         assert bare == [], f"{document}: fields without a description"
+
+
+def test_node_selector_requirement_follows_kubernetes() -> None:
+    """In/NotIn/Exists/DoesNotExist/Gt/Lt as Kubernetes' label selectors judge them, values checked at the door."""
+    from optsched.model import NodeSelectorRequirement as R
+
+    labels = {"zone": "a", "gpu-count": "8"}
+    assert R(key="zone", operator="In", values=["a", "b"]).matches(labels)
+    assert not R(key="zone", operator="NotIn", values=["a"]).matches(labels)
+    assert R(key="rack", operator="NotIn", values=["a"]).matches(labels)  # an absent label is not in any set
+    assert R(key="zone", operator="Exists").matches(labels)
+    assert R(key="rack", operator="DoesNotExist").matches(labels)
+    assert R(key="gpu-count", operator="Gt", values=["4"]).matches(labels)
+    assert not R(key="gpu-count", operator="Lt", values=["8"]).matches(labels)
+    assert not R(key="zone", operator="Gt", values=["1"]).matches(labels)  # not an integer: no match
+    assert not R(key="rack", operator="Lt", values=["1"]).matches(labels)
+    for bad in ({"operator": "In"}, {"operator": "Exists", "values": ["a"]}, {"operator": "Gt", "values": ["x"]},
+                {"operator": "Lt", "values": ["1", "2"]}, {"operator": "Near", "values": ["a"]}):
+        with pytest.raises(ValueError):
+            R.model_validate({"key": "zone", **bad})

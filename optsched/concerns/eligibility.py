@@ -1,8 +1,8 @@
 """Concern: which nodes may host a replica at all (hard rules 2, 7, 8, 9).
 
-Node health, label selectors, taints (`NoSchedule`/`NoExecute` need a toleration of their key),
-the spot policy (`spot: forbidden` never on spot nodes), allowed device models, and provisioned
-slots. `mask` is the vectorised filter that search uses; `reasons` names the rule a given node
+Node health, label selectors and required node affinity, taints (`NoSchedule`/`NoExecute` need a
+toleration of their key), the spot policy (`spot: forbidden` never on spot nodes), allowed device
+models, and provisioned slots. `mask` is the vectorised filter that search uses; `reasons` names the rule a given node
 breaks, for the validator and for deferral reasons.
 """
 
@@ -26,6 +26,16 @@ LABEL_MASK: Derived[BArray] = Derived("eligibility.label_mask", _label_mask)
 """Nodes whose label `key` equals `value`."""
 
 
+def _affinity_mask(p: Problem, group: GroupSpec) -> BArray:
+    terms = group.spec.node_affinity
+    return np.array([any(t.matches(s.labels) for t in terms) for s in p.node_shapes], dtype=bool)
+
+
+AFFINITY: Derived[BArray] = Derived("eligibility.affinity", _affinity_mask,
+                                    key=lambda p, group: tuple(t.model_dump_json() for t in group.spec.node_affinity))
+"""Nodes that match one of a group's required node affinity terms (used when it has terms)."""
+
+
 def _taint_mask(p: Problem, group: GroupSpec) -> BArray:
     tols = group.spec.tolerations
     ok = np.ones(p.n_nodes, dtype=bool)
@@ -45,6 +55,7 @@ TOLERATED: Derived[BArray] = Derived("eligibility.tolerated", _taint_mask,
 def _shape_key(p: Problem, job: JobSpec, group: GroupSpec) -> tuple[object, ...]:
     return ("eligible", job.spot == "forbidden", tuple(sorted(group.spec.node_selector.items())),
             tuple(t.model_dump_json() for t in group.spec.tolerations),
+            tuple(t.model_dump_json() for t in group.spec.node_affinity),
             group.model_speed.tobytes() if group.uses_devices else b"", group.whole, group.affinity,
             group.req.tobytes())
 
@@ -68,6 +79,8 @@ def _mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
     ok = p.node_healthy.copy()
     for k, v in group.spec.node_selector.items():
         ok &= p.derived(LABEL_MASK, k, v)
+    if group.spec.node_affinity:
+        ok &= p.derived(AFFINITY, group)
     ok &= p.derived(TOLERATED, group)
     if job.spot == "forbidden":
         ok &= ~p.node_spot
@@ -105,6 +118,9 @@ def reasons(p: Problem, job: JobSpec, group: GroupSpec, node: int) -> list[tuple
     for k, v in group.spec.node_selector.items():
         if shape.labels.get(k) != v:
             out.append(("selector", f"label {k}={v} required, node has {k}={shape.labels.get(k)}"))
+    terms = group.spec.node_affinity
+    if terms and not any(t.matches(shape.labels) for t in terms):
+        out.append(("selector", f"node matches none of the {len(terms)} required node affinity term(s)"))
     for t in shape.taints:
         if t.effect != "PreferNoSchedule" and not tolerates(group.spec.tolerations, t.key, t.value, t.effect):
             out.append(("taint", f"taint {t.key}:{t.effect} not tolerated"))

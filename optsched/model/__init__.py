@@ -37,6 +37,8 @@ from optsched.model.plan import (
 from optsched.model.queue import (
     Colocate,
     Job,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
     Queue,
     Ratio,
     Replicas,
@@ -65,6 +67,8 @@ __all__ = [
     "Layer",
     "Network",
     "Node",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
     "NodeShape",
     "Placement",
     "Plan",

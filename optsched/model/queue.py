@@ -30,6 +30,65 @@ class Toleration(Frozen):
     """The taint effect it tolerates; None: every effect."""
 
 
+class NodeSelectorRequirement(Frozen):
+    """One expression of a required node affinity term, as Kubernetes' NodeSelectorRequirement:
+    `In` (the label is set to one of `values`), `NotIn` (unset, or set to none of them), `Exists`,
+    `DoesNotExist`, `Gt` / `Lt` (set to an integer above / below the one value)."""
+
+    key: Identifier
+    """The node label key."""
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    """How the label is compared with `values`."""
+    values: list[str] = Field(default_factory=list)
+    """`In`/`NotIn`: at least one value; `Exists`/`DoesNotExist`: none; `Gt`/`Lt`: one integer."""
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> NodeSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"{self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"{self.operator} takes no values")
+        if self.operator in ("Gt", "Lt"):
+            if len(self.values) != 1:
+                raise ValueError(f"{self.operator} takes exactly one value")
+            try:
+                int(self.values[0])
+            except ValueError:
+                raise ValueError(f"{self.operator} takes an integer, got {self.values[0]!r}") from None
+        return self
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """Whether a node with `labels` satisfies the expression (Kubernetes' semantics)."""
+        value = labels.get(self.key)
+        if self.operator == "In":
+            return value is not None and value in self.values
+        if self.operator == "NotIn":
+            return value is None or value not in self.values
+        if self.operator == "Exists":
+            return value is not None
+        if self.operator == "DoesNotExist":
+            return value is None
+        try:
+            number = int(value) if value is not None else None
+        except ValueError:
+            return False
+        if number is None:
+            return False
+        bound = int(self.values[0])
+        return number > bound if self.operator == "Gt" else number < bound
+
+
+class NodeSelectorTerm(Frozen):
+    """A term of a required node affinity: a node matches when it satisfies every expression."""
+
+    match_expressions: list[NodeSelectorRequirement] = Field(min_length=1)
+    """Expressions a node must all satisfy (at least one: Kubernetes' empty term matches no node)."""
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """Whether a node with `labels` satisfies every expression."""
+        return all(e.matches(labels) for e in self.match_expressions)
+
+
 class Replicas(Frozen):
     """Replica bounds of a task group: `min` for admission, up to `max` elastic."""
 
@@ -127,6 +186,9 @@ class TaskGroup(Frozen):
     """Datasets (keys of `Cluster.datasets`) it reads, for data locality."""
     node_selector: dict[str, str] = Field(default_factory=dict)
     """Labels a node must carry (all of them)."""
+    node_affinity: list[NodeSelectorTerm] = Field(default_factory=list)
+    """Required node affinity (Kubernetes' `requiredDuringSchedulingIgnoredDuringExecution`): a node
+    must match at least one term; empty: no rule. Applies together with `node_selector`."""
     tolerations: list[Toleration] = Field(default_factory=list)
     """Taints it tolerates."""
     spread: Spread | None = None

@@ -85,12 +85,7 @@ def _mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
     if job.spot == "forbidden":
         ok &= ~p.node_spot
     if group.uses_devices:
-        has_model = p.node_model >= 0
-        allowed = np.zeros(p.n_nodes, dtype=bool)
-        allowed[has_model] = group.model_speed[p.node_model[has_model]] > 0
-        ok &= allowed
-        healthy_devs = np.bincount(p.dev_node, weights=p.dev_healthy, minlength=p.n_nodes)
-        ok &= healthy_devs >= max(1, group.whole)
+        ok &= _device_fit(p, group)
     ok &= np.all(p.cap >= group.req, axis=1)
     ok.setflags(write=False)
     return ok
@@ -98,6 +93,24 @@ def _mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:
 
 ELIGIBLE: Derived[BArray] = Derived("eligibility.mask", _mask, key=shape_key)
 """`mask` per replica shape."""
+
+
+def _device_fit(p: Problem, group: GroupSpec) -> BArray:
+    """Nodes with an allowed device model and enough healthy devices for one replica."""
+    has_model = p.node_model >= 0
+    allowed = np.zeros(p.n_nodes, dtype=bool)
+    allowed[has_model] = group.model_speed[p.node_model[has_model]] > 0
+    healthy_devs = np.bincount(p.dev_node, weights=p.dev_healthy, minlength=p.n_nodes)
+    return allowed & (healthy_devs >= max(1, group.whole))
+
+
+def no_node_reason(p: Problem, job: JobSpec, group: GroupSpec) -> str:
+    """The deferral reason when `mask` holds no node: `device_model` when no node has the devices
+    a replica asks for, `selector` when some has but labels, affinity, taints, the spot policy or
+    health keep it out (or, for a group without devices, always)."""
+    if group.uses_devices and not (_device_fit(p, group) & np.all(p.cap >= group.req, axis=1)).any():
+        return "device_model"
+    return "selector"
 
 
 def device_nodes(p: Problem, job: JobSpec) -> BArray:

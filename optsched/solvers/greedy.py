@@ -249,7 +249,7 @@ class GreedyEngine:
         p, ledger = self.p, self.ledger
         cursor = self._cursor(job, group)
         if not len(cursor.nodes):
-            return None, "device_model" if group.uses_devices else "selector"
+            return None, eligibility.no_node_reason(p, job, group)
         allowed = None if restrict is None else restrict[cursor.nodes]
         if allowed is not None and not allowed.any():
             return None, "topology"
@@ -330,6 +330,8 @@ class GreedyEngine:
                         self.rollback(job, placed)
                         att.failure = why
                         return att
+                    if not placed:
+                        att.failure = why  # nothing fits: the first replica's reason is the job's
                     break  # a non-gang job keeps the replicas that fit
                 placed.append(rep)
         if not placed:

@@ -1,0 +1,450 @@
+"""Kubernetes Pods -> queued jobs (pending pods) and running jobs (pods bound to a node).
+
+Per Pod, what is read:
+- `metadata` name, namespace, uid, labels, annotations, `creationTimestamp` (`submitted_at`);
+- its request as kube-scheduler counts it: the sum of its containers' requests (a limit stands
+  for an absent request, as the API server defaults it), the larger of that and each init
+  container's (restartable "sidecar" init containers added to both), pod-level
+  `spec.resources.requests` where given, plus `spec.overhead`; one replica also takes one of the
+  node's `pods` (`KubeConfig.count_pods`);
+- `spec.nodeSelector`, the required node affinity (`nodeSelectorTerms` with `matchExpressions`),
+  `spec.tolerations`; `spec.priority`, else its `priorityClassName`'s value, else the global
+  default class's, else 0;
+- `spec.nodeName` and `status.phase`: a pod with a node is running (it holds its node's
+  resources), a Pending pod without one is queued (if `KubeConfig.scheduler_name` is unset or
+  names its `spec.schedulerName`), Succeeded and Failed pods are ignored;
+- the container image, for image locality, when some node lists it in `status.images`.
+
+Pods that carry the same group key (`KubeConfig.group_keys`: Kueue's pod groups, Volcano's
+PodGroup annotation, coscheduling) in a namespace are one job `<namespace>/<group>`, a gang;
+others are one job each, `<namespace>/<pod>`. Within a job, pods of one role
+(`KubeConfig.role_keys`) and one spec are one task group, each pod one replica. Pending pods of
+a group that also has running pods are the job `<namespace>/<group>/pending`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from optsched.adapters.kube.config import DEVICES_ANNOTATION, PREEMPTIBLE_ANNOTATION, KubeConfig
+from optsched.adapters.kube.nodes import NodesRead
+from optsched.adapters.kube.objects import (
+    Problems,
+    first_key,
+    get,
+    in_units,
+    items,
+    quantity,
+    raw,
+    reference,
+    string_map,
+    timestamp,
+)
+from optsched.model.base import PRIORITY_RANGE
+from optsched.model.cluster import RunningJob
+from optsched.model.queue import Job
+
+KUEUE_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+"""Kueue's annotation on a pod group's pods: how many pods the group has in all."""
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+@dataclass(frozen=True)
+class PodRef:
+    """A pod as a binding or an eviction names it."""
+
+    namespace: str
+    name: str
+    uid: str | None = None
+
+    def __str__(self) -> str:
+        return f"Pod/{self.namespace}/{self.name}"
+
+
+@dataclass
+class PodRead:
+    """One pod, read: where it belongs and what one replica of it is."""
+
+    pod: PodRef
+    job_key: str
+    grouped: bool
+    role: str | None
+    group: dict[str, Any]
+    """The task group document without `name` and `replicas`."""
+    tenant: str
+    priority: int
+    created: float
+    started: float | None
+    node: str | None
+    devices: list[int] | None
+    preemptible: bool
+    total_count: int | None
+
+
+@dataclass
+class Held:
+    """Pending pods not offered to the solver this round, and why (they stay pending)."""
+
+    pods: list[PodRef]
+    reason: str
+    detail: str
+
+
+@dataclass
+class PodsRead:
+    """The queue's jobs, the running jobs, and which pod is which replica."""
+
+    jobs: list[Job] = field(default_factory=list)
+    running: list[RunningJob] = field(default_factory=list)
+    replica_pod: dict[tuple[str, str, int], PodRef] = field(default_factory=dict)
+    """(job id, group, replica) -> the pod that replica is."""
+    job_pods: dict[str, list[PodRef]] = field(default_factory=dict)
+    """Job id (queued or running) -> its pods."""
+    held: list[Held] = field(default_factory=list)
+    job_ref: dict[str, str] = field(default_factory=dict)
+    """Job id -> what errors about it name (its first pod)."""
+
+
+def priority_values(classes: list[dict[str, Any]], problems: Problems) -> tuple[dict[str, int], int]:
+    """PriorityClass name -> value, and the global default's value (0 when none is)."""
+    values: dict[str, int] = {}
+    default = 0
+    for obj in classes:
+        ref = reference(obj, "PriorityClass")
+        name = get(obj, "metadata.name", str, ref, problems)
+        value = obj.get("value")
+        if not name or isinstance(value, bool) or not isinstance(value, int) \
+                or not PRIORITY_RANGE[0] <= value <= PRIORITY_RANGE[1]:
+            problems.add(ref, "value", "priority", "a PriorityClass needs a name and an int32 value")
+            continue
+        values[name] = value
+        if obj.get("globalDefault") is True:
+            default = value
+    return values, default
+
+
+def _add(total: dict[str, Decimal], more: dict[str, Decimal]) -> None:
+    for k, v in more.items():
+        total[k] = total.get(k, Decimal(0)) + v
+
+
+def _max(total: dict[str, Decimal], more: dict[str, Decimal]) -> None:
+    for k, v in more.items():
+        total[k] = max(total.get(k, Decimal(0)), v)
+
+
+def _requests(res: Any, ref: str, where: str, problems: Problems) -> dict[str, Decimal]:
+    """One container's requests; a limit stands for an absent request (the API server's default)."""
+    if not isinstance(res, dict):
+        return {}
+    out: dict[str, Decimal] = {}
+    for kind in ("limits", "requests"):  # requests last: they win
+        for name, given in (get(res, kind, dict, ref, problems, {}) or {}).items():
+            amount = quantity(given, ref, f"{where}.{kind}.{name}", problems)
+            if amount is not None:
+                out[name] = amount
+    return out
+
+
+def pod_requests(obj: dict[str, Any], ref: str, problems: Problems) -> dict[str, Decimal]:
+    """The pod's effective request per resource, as kube-scheduler's NodeResourcesFit counts it."""
+    total: dict[str, Decimal] = {}
+    for where, c in items(get(obj, "spec.containers", list, ref, problems), ref, "spec.containers", problems):
+        _add(total, _requests(c.get("resources"), ref, f"{where}.resources", problems))
+    sidecars: dict[str, Decimal] = {}
+    init_peak: dict[str, Decimal] = {}
+    for where, c in items(get(obj, "spec.initContainers", list, ref, problems), ref, "spec.initContainers",
+                          problems):
+        req = _requests(c.get("resources"), ref, f"{where}.resources", problems)
+        if c.get("restartPolicy") == "Always":
+            _add(total, req)
+            _add(sidecars, req)
+            _max(init_peak, sidecars)
+        else:
+            step = dict(req)
+            _add(step, sidecars)
+            _max(init_peak, step)
+    _max(total, init_peak)
+    pod_level = _requests(get(obj, "spec.resources", dict, ref, problems), ref, "spec.resources", problems)
+    total.update({k: v for k, v in pod_level.items() if k in ("cpu", "memory")})
+    for name, given in (get(obj, "spec.overhead", dict, ref, problems, {}) or {}).items():
+        amount = quantity(given, ref, f"spec.overhead.{name}", problems)
+        if amount is not None:
+            _add(total, {name: amount})
+    return total
+
+
+def _request_doc(req: dict[str, Decimal], config: KubeConfig, ref: str, problems: Problems) -> dict[str, Any]:
+    accelerators = {a.resource for a in config.accelerators}
+    doc: dict[str, Any] = {}
+    resources: dict[str, float] = {}
+    asked = [name for name in req if name in accelerators and req[name] > 0]
+    if len(asked) > 1:
+        problems.add(ref, "spec.containers", "accelerators", f"asks for devices of {len(asked)} kinds: {asked}")
+    for name, amount in req.items():
+        if name in accelerators:
+            if amount != amount.to_integral_value():
+                problems.add(ref, "spec.containers", "quantity", f"{name} must be a whole count, got {amount}")
+            doc["gpu"] = float(amount)
+        elif name in ("cpu", "memory"):
+            doc[name] = in_units(name, amount)
+        elif name in config.rdma_resources:
+            doc["rdma_nics"] = doc.get("rdma_nics", 0.0) + float(amount)
+        elif name != "pods" and amount > 0:
+            resources[name] = in_units(name, amount)
+    if config.count_pods:
+        resources["pods"] = 1.0
+    if resources:
+        doc["resources"] = resources
+    return doc
+
+
+def _affinity(obj: dict[str, Any], ref: str, problems: Problems) -> list[dict[str, Any]] | None:
+    """The required node affinity terms; None when no term can match (Kubernetes' empty term)."""
+    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    raw = get(obj, path, list, ref, problems)
+    if raw is None:
+        return []
+    terms = []
+    for where, term in items(raw, ref, path, problems):
+        if term.get("matchFields"):
+            problems.add(ref, f"{where}.matchFields", "unsupported",
+                         "matchFields (node names) are not read; use matchExpressions on node labels")
+            continue
+        exprs = []
+        for ewhere, e in items(term.get("matchExpressions"), ref, f"{where}.matchExpressions", problems):
+            if e.get("operator") not in OPERATORS:
+                problems.add(ref, f"{ewhere}.operator", "operator", f"{e.get('operator')!r} is not one of {OPERATORS}")
+                continue
+            exprs.append({"key": e.get("key"), "operator": e["operator"], "values": e.get("values") or []})
+        if exprs:
+            terms.append({"match_expressions": exprs})
+    return terms or None
+
+
+def _tolerations(obj: dict[str, Any], ref: str, problems: Problems) -> list[dict[str, Any]]:
+    out = []
+    for where, t in items(get(obj, "spec.tolerations", list, ref, problems), ref, "spec.tolerations", problems):
+        operator = t.get("operator") or "Equal"  # Kubernetes' default operator
+        if operator not in ("Equal", "Exists"):
+            problems.add(ref, f"{where}.operator", "operator", f"{operator!r} is not Equal or Exists")
+            continue
+        out.append({"key": t.get("key") or None, "operator": operator, "value": t.get("value") or None,
+                    "effect": t.get("effect") or None})
+    return out
+
+
+def _image(obj: dict[str, Any], nodes: NodesRead) -> str | None:
+    known = []
+    containers = raw(obj, "spec.containers")
+    for c in containers if isinstance(containers, list) else []:
+        image = c.get("image") if isinstance(c, dict) else None
+        if isinstance(image, str) and image in nodes.images:
+            known.append((sum(layer.bytes for layer in nodes.images[image]), image))
+    return max(known)[1] if known else None
+
+
+def _devices(annotations: dict[str, str], ref: str, problems: Problems) -> list[int] | None:
+    raw = annotations.get(DEVICES_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        return [int(x) for x in raw.split(",") if x.strip()]
+    except ValueError:
+        problems.add(ref, f"metadata.annotations.{DEVICES_ANNOTATION}", "devices",
+                     f"{raw!r} is not a comma-separated list of device indices")
+        return None
+
+
+def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes: tuple[dict[str, int], int],
+             problems: Problems) -> PodRead | None:
+    """One pod, or None when it is not the round's business (finished, deleted while pending,
+    for another scheduler) or could not be read (the problem is recorded)."""
+    ref = reference(obj, "Pod")
+    name = get(obj, "metadata.name", str, ref, problems)
+    if not name:
+        problems.add(ref, "metadata.name", "required", "a Pod needs a name (the API server gives one)")
+        return None
+    namespace = get(obj, "metadata.namespace", str, ref, problems) or "default"
+    phase = get(obj, "status.phase", str, ref, problems, "Pending")
+    node = get(obj, "spec.nodeName", str, ref, problems) or None
+    if phase in ("Succeeded", "Failed"):
+        return None
+    deleting = raw(obj, "metadata.deletionTimestamp") is not None
+    if node is None and (deleting or (config.scheduler_name is not None and
+                                      get(obj, "spec.schedulerName", str, ref, problems) != config.scheduler_name)):
+        return None
+    labels = string_map(get(obj, "metadata.labels", dict, ref, problems), ref, "metadata.labels", problems)
+    annotations = string_map(get(obj, "metadata.annotations", dict, ref, problems), ref, "metadata.annotations",
+                             problems)
+    group_value = first_key(config.group_keys, labels, annotations)
+    priority = get(obj, "spec.priority", int, ref, problems)
+    if priority is None:
+        class_name = get(obj, "spec.priorityClassName", str, ref, problems)
+        if class_name and class_name not in classes[0]:
+            problems.add(ref, "spec.priorityClassName", "unknown_reference",
+                         f"PriorityClass {class_name!r} was not given")
+        priority = classes[0].get(class_name, classes[1]) if class_name else classes[1]
+    affinity = _affinity(obj, ref, problems)
+    group: dict[str, Any] = {
+        "request": _request_doc(pod_requests(obj, ref, problems), config, ref, problems),
+        "node_selector": string_map(get(obj, "spec.nodeSelector", dict, ref, problems), ref, "spec.nodeSelector",
+                                    problems),
+        "node_affinity": affinity if affinity is not None else [],
+        "tolerations": _tolerations(obj, ref, problems),
+    }
+    if affinity is None:  # only empty terms: Kubernetes matches no node with them
+        group["node_affinity"] = [{"match_expressions": [{"key": "optsched.io/no-node", "operator": "Exists"}]}]
+    image = _image(obj, nodes)
+    if image is not None:
+        group["image"] = image
+    total = annotations.get(KUEUE_TOTAL_COUNT)
+    preemptible = annotations.get(PREEMPTIBLE_ANNOTATION)
+    return PodRead(
+        pod=PodRef(namespace, name, get(obj, "metadata.uid", str, ref, problems)),
+        job_key=f"{namespace}/{group_value or name}", grouped=group_value is not None,
+        role=first_key(config.role_keys, labels, annotations), group=group,
+        tenant=labels.get(config.tenant_label, "default") if config.tenant_label else "default",
+        priority=priority,
+        created=timestamp(raw(obj, "metadata.creationTimestamp"), ref, "metadata.creationTimestamp", problems) or 0.0,
+        started=timestamp(raw(obj, "status.startTime"), ref, "status.startTime", problems),
+        node=node, devices=_devices(annotations, ref, problems),
+        preemptible=(preemptible == "true") if preemptible in ("true", "false") else config.running_preemptible,
+        total_count=int(total) if total is not None and total.isdigit() else None,
+    )
+
+
+def _task_groups(pods: list[PodRead]) -> list[tuple[str, dict[str, Any], list[PodRead]]]:
+    """(group name, group document, its pods): one group per (role, spec), in the pods' order."""
+    by_spec: dict[tuple[str | None, str], list[PodRead]] = defaultdict(list)
+    for p in pods:
+        by_spec[(p.role, json.dumps(p.group, sort_keys=True))].append(p)
+    out = []
+    used: set[str] = set()
+    for (role, _), members in by_spec.items():
+        base = role or ("pod" if len(pods) == 1 else "pods")
+        name, k = base, 1
+        while name in used:
+            name, k = f"{base}-{k}", k + 1
+        used.add(name)
+        out.append((name, members[0].group, members))
+    return out
+
+
+def _job_doc(job_id: str, pods: list[PodRead], groups: list[tuple[str, dict[str, Any], list[PodRead]]],
+             problems: Problems) -> dict[str, Any]:
+    first = pods[0]
+    for p in pods[1:]:
+        for attr in ("tenant", "priority"):
+            if getattr(p, attr) != getattr(first, attr):
+                problems.add(str(p.pod), "metadata", "inconsistent_group",
+                             f"{attr} {getattr(p, attr)!r} differs from {getattr(first, attr)!r} of {first.pod} "
+                             f"in the same job {job_id!r}")
+    return {
+        "id": job_id, "tenant": first.tenant, "priority": first.priority,
+        "submitted_at": min(p.created for p in pods),
+        "groups": [{"name": name, "replicas": {"min": len(members), "max": len(members)}, **doc}
+                   for name, doc, members in groups],
+    }
+
+
+def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRead,
+              priority_classes: list[dict[str, Any]], now: float, problems: Problems) -> PodsRead:
+    """Read every pod into queued and running jobs; problems are recorded, not raised."""
+    classes = priority_values(priority_classes, problems)
+    pods = [p for obj in objects if (p := read_pod(obj, config, nodes, classes, problems)) is not None]
+    seen: set[tuple[str, str]] = set()
+    for p in pods:
+        if (p.pod.namespace, p.pod.name) in seen:
+            problems.add(str(p.pod), "metadata.name", "duplicate_id", "pod given twice")
+        seen.add((p.pod.namespace, p.pod.name))
+    out = PodsRead()
+    by_job: dict[str, list[PodRead]] = defaultdict(list)
+    for p in sorted(pods, key=lambda p: (p.pod.namespace, p.pod.name)):
+        by_job[p.job_key].append(p)
+    taken = _taken_devices(pods, nodes)
+    for key, members in by_job.items():
+        running = [p for p in members if p.node is not None]
+        pending = [p for p in members if p.node is None]
+        if running:
+            _running_job(key, running, nodes, taken, now, out, problems)
+        if pending:
+            job_id = f"{key}/pending" if running else key
+            total = max((p.total_count or 0) for p in members)
+            if total > len(members):
+                out.held.append(Held([p.pod for p in pending], "gang",
+                                     f"pod group {key!r} has {len(members)} of its {total} pods"))
+                continue
+            groups = _task_groups(pending)
+            doc = _job_doc(job_id, pending, groups, problems)
+            job = problems.build(Job, doc, str(pending[0].pod), "spec")
+            if job is None:
+                continue
+            out.jobs.append(job)
+            out.job_ref[job_id] = str(pending[0].pod)
+            out.job_pods[job_id] = [p.pod for p in pending]
+            for name, _, group_pods in groups:
+                for i, p in enumerate(group_pods):
+                    out.replica_pod[(job_id, name, i)] = p.pod
+    return out
+
+
+def _taken_devices(pods: list[PodRead], nodes: NodesRead) -> dict[str, set[int]]:
+    """Per node, the device indices that running pods' annotations name."""
+    taken: dict[str, set[int]] = defaultdict(set)
+    for p in pods:
+        if p.node is not None and p.devices:
+            taken[p.node].update(p.devices)
+    return taken
+
+
+def _running_job(key: str, pods: list[PodRead], nodes: NodesRead, taken: dict[str, set[int]], now: float,
+                 out: PodsRead, problems: Problems) -> None:
+    groups = _task_groups(pods)
+    doc = _job_doc(key, pods, groups, problems)
+    doc["preemptible"] = all(p.preemptible for p in pods)
+    placements = []
+    for name, group, members in groups:
+        gpus = int(group["request"].get("gpu", 0))
+        for i, p in enumerate(members):
+            assert p.node is not None
+            if p.node not in nodes.ref_of:
+                problems.add(str(p.pod), "spec.nodeName", "unknown_reference", f"node {p.node!r} was not given")
+                continue
+            devices = p.devices if p.devices is not None else _free_devices(p, gpus, nodes, taken, problems)
+            placements.append({"group": name, "replica": i, "node": p.node, "devices": devices})
+            out.replica_pod[(key, name, i)] = p.pod
+    if not placements:
+        return  # every pod names a node that was not given (recorded above)
+    started = min((p.started if p.started is not None else p.created) for p in pods)
+    running = problems.build(RunningJob, {"job": doc, "started_at": started,
+                                          "checkpoint_age_s": max(0.0, now - started), "placements": placements},
+                             str(pods[0].pod), "spec")
+    if running is not None:
+        out.running.append(running)
+        out.job_ref[key] = str(pods[0].pod)
+        out.job_pods[key] = [p.pod for p in pods]
+
+
+def _free_devices(p: PodRead, gpus: int, nodes: NodesRead, taken: dict[str, set[int]],
+                  problems: Problems) -> list[int]:
+    """The lowest free indices (healthy first) for a running pod no annotation says the devices of:
+    the device plugin does not publish which devices it gave a pod."""
+    if gpus == 0:
+        return []
+    assert p.node is not None
+    count = nodes.device_count.get(p.node, 0)
+    unhealthy = nodes.unhealthy.get(p.node, set())
+    free = [d for d in range(count) if d not in taken[p.node]]
+    free.sort(key=lambda d: (d in unhealthy, d))
+    if len(free) < gpus:
+        problems.add(str(p.pod), "spec.nodeName", "over_capacity",
+                     f"holds {gpus} devices of {p.node!r}, which has {len(free)} not held by other pods")
+        return free
+    chosen = free[:gpus]
+    taken[p.node].update(chosen)
+    return chosen

@@ -1,0 +1,92 @@
+"""A cluster's Kubernetes objects -> one round's Cluster and Queue, and which pod is which replica."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from optsched.adapters.kube.config import KubeConfig
+from optsched.adapters.kube.nodes import read_nodes
+from optsched.adapters.kube.objects import Problems, as_dict, translate
+from optsched.adapters.kube.pods import Held, PodRef, read_pods
+from optsched.errors import InputError
+from optsched.model.cluster import Cluster, Tenant
+from optsched.model.queue import Queue
+from optsched.model.references import job_problems, validate_cluster, validate_queue
+
+
+@dataclass
+class Snapshot:
+    """One round's documents read from a cluster, and the way back from a plan to its pods."""
+
+    cluster: Cluster
+    queue: Queue
+    replica_pod: dict[tuple[str, str, int], PodRef]
+    """(job id, group, replica) -> the pod that replica is (queued and running jobs)."""
+    job_pods: dict[str, list[PodRef]]
+    """Job id -> its pods."""
+    held: list[Held] = field(default_factory=list)
+    """Pending pods not offered to the solver, with the reason they stay pending."""
+
+
+def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any] = (), *,
+             config: KubeConfig | None = None, now: float | None = None) -> Snapshot:
+    """Read Nodes, Pods and PriorityClasses (client models or API dicts) into a round.
+
+    `now` is the round's time, seconds since the epoch (default: the clock), the clock of pods'
+    creation and start times. Raises one `InputError` listing every problem, each naming its
+    object (`Pod/<namespace>/<name>`, `Node/<name>`) and field. A pending pod that no node could
+    ever hold is not an error (Kubernetes keeps it pending): it is held, with its reason.
+    """
+    config = config or KubeConfig()
+    now = time.time() if now is None else now
+    problems = Problems()
+    read = read_nodes([as_dict(n) for n in nodes], config, problems)
+    pods_read = read_pods([as_dict(p) for p in pods], config, read, [as_dict(c) for c in priority_classes], now,
+                          problems)
+    problems.raise_if_any()
+    assert read.topology is not None  # a node was read, else a problem was raised
+    node_refs = [read.ref_of[n.id] for n in read.nodes]
+    running_refs = [pods_read.job_ref[r.job.id] for r in pods_read.running]
+    tenant_names = sorted({j.tenant for j in pods_read.jobs} | {r.job.tenant for r in pods_read.running})
+    tenants = [Tenant(name=name, preemption=config.preemption) for name in tenant_names]
+    cluster = problems.build(Cluster, {
+        "topology": read.topology, "device_models": read.device_models, "nodes": read.nodes,
+        "images": read.images, "tenants": tenants, "running": pods_read.running}, "Cluster", "")
+    problems.raise_if_any()
+    assert cluster is not None
+
+    def cluster_names(head: str) -> str | None:
+        for prefix, refs in (("nodes", node_refs), ("running", running_refs)):
+            if head.startswith(f"{prefix}[") and head.endswith("]"):
+                return refs[int(head[len(prefix) + 1:-1])]
+        return None
+
+    try:
+        validate_cluster(cluster)
+    except InputError as exc:
+        raise translate(exc, cluster_names) from None
+    jobs, held = [], list(pods_read.held)
+    for job in pods_read.jobs:
+        unsatisfiable = [i for i in job_problems(job, "job", cluster) if i.rule == "unsatisfiable"]
+        if unsatisfiable:
+            held.append(Held(pods_read.job_pods[job.id], "capacity",
+                             "no node could ever hold one replica: " + "; ".join(i.message for i in unsatisfiable)))
+        else:
+            jobs.append(job)
+    queue = Queue(now=now, jobs=jobs)
+    job_refs = [pods_read.job_ref[j.id] for j in jobs]
+
+    def queue_names(head: str) -> str | None:
+        if head.startswith("jobs[") and head.endswith("]"):
+            return job_refs[int(head[5:-1])]
+        return None
+
+    try:
+        validate_queue(queue, cluster)
+    except InputError as exc:
+        raise translate(exc, queue_names) from None
+    return Snapshot(cluster=cluster, queue=queue, replica_pod=pods_read.replica_pod, job_pods=pods_read.job_pods,
+                    held=held)

@@ -167,3 +167,19 @@ def test_fractional_shares_pack_on_one_device_with_best_fit() -> None:
     plan = solve_greedy(p, "best-fit")
     assert {tuple(x.devices) for x in plan.placements} == {(0,)}
     assert check_problem(p, plan) == []
+
+
+def test_a_non_gang_job_keeps_the_groups_that_fit_when_its_first_group_fits_nowhere() -> None:
+    """Regression (found by test_scores' hypothesis run): the first group's selector matches no
+    node, the second fits; the job is admitted with the second group's replica, and what the engine
+    holds in its ledger is exactly what the plan places (a second job gets the rest of the node)."""
+    c = _cluster([_node(0, gpus=8)])
+    job = {"id": "a", "gang": False, "groups": [
+        {"name": "picky", "replicas": {"min": 0, "max": 1}, "request": {"gpu": 1}, "node_selector": {"zone": "x"}},
+        {"name": "easy", "replicas": {"min": 0, "max": 1}, "request": {"gpu": 4}}]}
+    q = Queue.model_validate({"jobs": [job, _job("b", 4, submitted_at=1)]})
+    for name in NAMES:
+        p = compile_problem(c, q)
+        plan = solve_greedy(p, name)
+        assert check_problem(p, plan) == []
+        assert [(x.job, x.group) for x in plan.placements] == [("a", "easy"), ("b", "w")], name

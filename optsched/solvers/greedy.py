@@ -316,6 +316,7 @@ class GreedyEngine:
         """Place the job's minimum counts inside `restrict`, then elastic replicas."""
         att = Attempt()
         placed = att.replicas
+        first_why = ""  # a non-gang job that places nothing fails for its first replica's reason
         for group in job.groups:
             for i in range(counts[group.index]):
                 if i % 64 == 63 and time.perf_counter() > self.deadline:  # a huge job must not overrun
@@ -330,12 +331,11 @@ class GreedyEngine:
                         self.rollback(job, placed)
                         att.failure = why
                         return att
-                    if not placed:
-                        att.failure = why  # nothing fits: the first replica's reason is the job's
+                    first_why = first_why or why
                     break  # a non-gang job keeps the replicas that fit
                 placed.append(rep)
         if not placed:
-            att.failure = att.failure or "capacity"
+            att.failure = first_why or "capacity"
             return att
         why, detail = self._job_ok(job, placed)
         if why:

@@ -31,6 +31,7 @@ from decimal import Decimal
 from typing import Any
 
 from optsched.adapters.kube.config import DEVICES_ANNOTATION, PREEMPTIBLE_ANNOTATION, KubeConfig
+from optsched.adapters.kube.kueue import PRIORITY_LABEL, QUEUE_LABEL, UNMANAGED, KueueRead
 from optsched.adapters.kube.nodes import NodesRead
 from optsched.adapters.kube.objects import (
     Problems,
@@ -261,9 +262,11 @@ def _devices(annotations: dict[str, str], ref: str, problems: Problems) -> list[
 
 
 def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes: tuple[dict[str, int], int],
-             problems: Problems) -> PodRead | None:
+             problems: Problems, kueue: KueueRead | None = None) -> PodRead | None:
     """One pod, or None when it is not the round's business (finished, deleted while pending,
-    for another scheduler) or could not be read (the problem is recorded)."""
+    for another scheduler) or could not be read (the problem is recorded). With Kueue's objects,
+    its tenant is its LocalQueue's ClusterQueue (`UNMANAGED` in none) and a WorkloadPriorityClass
+    label sets its priority."""
     ref = reference(obj, "Pod")
     name = get(obj, "metadata.name", str, ref, problems)
     if not name:
@@ -289,6 +292,16 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
             problems.add(ref, "spec.priorityClassName", "unknown_reference",
                          f"PriorityClass {class_name!r} was not given")
         priority = classes[0].get(class_name, classes[1]) if class_name else classes[1]
+    tenant = labels.get(config.tenant_label, "default") if config.tenant_label else "default"
+    if kueue is not None:
+        tenant = kueue.tenant_of(namespace, labels) or UNMANAGED
+        workload_class = labels.get(PRIORITY_LABEL)
+        if workload_class is not None:
+            if workload_class in kueue.priorities:
+                priority = kueue.priorities[workload_class]
+            else:
+                problems.add(ref, f"metadata.labels.{PRIORITY_LABEL}", "unknown_reference",
+                             f"WorkloadPriorityClass {workload_class!r} was not given")
     affinity = _affinity(obj, ref, problems)
     group: dict[str, Any] = {
         "request": _request_doc(pod_requests(obj, ref, problems), config, ref, problems),
@@ -308,8 +321,7 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
         pod=PodRef(namespace, name, get(obj, "metadata.uid", str, ref, problems)),
         job_key=f"{namespace}/{group_value or name}", grouped=group_value is not None,
         role=first_key(config.role_keys, labels, annotations), group=group,
-        tenant=labels.get(config.tenant_label, "default") if config.tenant_label else "default",
-        priority=priority,
+        tenant=tenant, priority=priority,
         created=timestamp(raw(obj, "metadata.creationTimestamp"), ref, "metadata.creationTimestamp", problems) or 0.0,
         started=timestamp(raw(obj, "status.startTime"), ref, "status.startTime", problems),
         node=node, devices=_devices(annotations, ref, problems),
@@ -353,10 +365,12 @@ def _job_doc(job_id: str, pods: list[PodRead], groups: list[tuple[str, dict[str,
 
 
 def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRead,
-              priority_classes: list[dict[str, Any]], now: float, problems: Problems) -> PodsRead:
-    """Read every pod into queued and running jobs; problems are recorded, not raised."""
+              priority_classes: list[dict[str, Any]], now: float, problems: Problems,
+              kueue: KueueRead | None = None) -> PodsRead:
+    """Read every pod into queued and running jobs; problems are recorded, not raised. With
+    Kueue's objects, pending pods in no LocalQueue are held (Kueue does not admit them)."""
     classes = priority_values(priority_classes, problems)
-    pods = [p for obj in objects if (p := read_pod(obj, config, nodes, classes, problems)) is not None]
+    pods = [p for obj in objects if (p := read_pod(obj, config, nodes, classes, problems, kueue)) is not None]
     seen: set[tuple[str, str]] = set()
     for p in pods:
         if (p.pod.namespace, p.pod.name) in seen:
@@ -375,6 +389,10 @@ def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRea
         if pending:
             job_id = f"{key}/pending" if running else key
             total = max((p.total_count or 0) for p in members)
+            if kueue is not None and pending[0].tenant == UNMANAGED:
+                out.held.append(Held([p.pod for p in pending], "other",
+                                     f"in no Kueue LocalQueue (label {QUEUE_LABEL}): Kueue does not admit it"))
+                continue
             if total > len(members):
                 out.held.append(Held([p.pod for p in pending], "gang",
                                      f"pod group {key!r} has {len(members)} of its {total} pods"))

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optsched.adapters.kube.config import KubeConfig
+from optsched.adapters.kube.kueue import UNMANAGED, read_kueue
 from optsched.adapters.kube.nodes import read_nodes
 from optsched.adapters.kube.objects import Problems, as_dict, translate
 from optsched.adapters.kube.pods import Held, PodRef, read_pods
 from optsched.errors import InputError
 from optsched.model.cluster import Cluster, Tenant
 from optsched.model.queue import Queue
-from optsched.model.references import job_problems, validate_cluster, validate_queue
+from optsched.model.references import distinct_shapes, job_problems, validate_cluster, validate_queue
 
 
 @dataclass
@@ -29,11 +30,19 @@ class Snapshot:
     """Job id -> its pods."""
     held: list[Held] = field(default_factory=list)
     """Pending pods not offered to the solver, with the reason they stay pending."""
+    ignored: list[str] = field(default_factory=list)
+    """Fields of the objects given that are not modelled (`Kind/name.field: why`)."""
 
 
 def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any] = (), *,
+             cluster_queues: Iterable[Any] = (), local_queues: Iterable[Any] = (),
+             resource_flavors: Iterable[Any] = (), cohorts: Iterable[Any] = (),
+             workload_priority_classes: Iterable[Any] = (),
              config: KubeConfig | None = None, now: float | None = None) -> Snapshot:
-    """Read Nodes, Pods and PriorityClasses (client models or API dicts) into a round.
+    """Read Nodes, Pods and PriorityClasses (client models or API dicts) into a round; with
+    Kueue's ClusterQueues (and LocalQueues, ResourceFlavors, Cohorts, WorkloadPriorityClasses:
+    API dicts, as `CustomObjectsApi` lists them), its tenants, quotas and cohorts too
+    (`optsched.adapters.kube.kueue`).
 
     `now` is the round's time, seconds since the epoch (default: the clock), the clock of pods'
     creation and start times. Raises one `InputError` listing every problem, each naming its
@@ -44,22 +53,33 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     now = time.time() if now is None else now
     problems = Problems()
     read = read_nodes([as_dict(n) for n in nodes], config, problems)
+    queues = [as_dict(q) for q in cluster_queues]
+    kueue = read_kueue(queues, [as_dict(q) for q in local_queues], [as_dict(f) for f in resource_flavors],
+                       [as_dict(c) for c in cohorts], [as_dict(c) for c in workload_priority_classes], config,
+                       problems) if queues else None
     pods_read = read_pods([as_dict(p) for p in pods], config, read, [as_dict(c) for c in priority_classes], now,
-                          problems)
+                          problems, kueue)
     problems.raise_if_any()
     assert read.topology is not None  # a node was read, else a problem was raised
     node_refs = [read.ref_of[n.id] for n in read.nodes]
     running_refs = [pods_read.job_ref[r.job.id] for r in pods_read.running]
     tenant_names = sorted({j.tenant for j in pods_read.jobs} | {r.job.tenant for r in pods_read.running})
-    tenants = [Tenant(name=name, preemption=config.preemption) for name in tenant_names]
+    extra: dict[str, Any] = {}
+    if kueue is None:
+        tenants: list[Any] = [Tenant(name=name, preemption=config.preemption) for name in tenant_names]
+        tenant_refs = [f"Tenant/{name}" for name in tenant_names]
+    else:
+        tenants = list(kueue.tenants) + ([{"name": UNMANAGED}] if UNMANAGED in tenant_names else [])
+        tenant_refs = [kueue.refs[t["name"]] for t in kueue.tenants] + ["Tenant/" + UNMANAGED]
+        extra = {"resource_flavors": kueue.resource_flavors, "cohorts": kueue.cohorts}
     cluster = problems.build(Cluster, {
         "topology": read.topology, "device_models": read.device_models, "nodes": read.nodes,
-        "images": read.images, "tenants": tenants, "running": pods_read.running}, "Cluster", "")
+        "images": read.images, "tenants": tenants, "running": pods_read.running, **extra}, "Cluster", "")
     problems.raise_if_any()
     assert cluster is not None
 
     def cluster_names(head: str) -> str | None:
-        for prefix, refs in (("nodes", node_refs), ("running", running_refs)):
+        for prefix, refs in (("nodes", node_refs), ("running", running_refs), ("tenants", tenant_refs)):
             if head.startswith(f"{prefix}[") and head.endswith("]"):
                 return refs[int(head[len(prefix) + 1:-1])]
         return None
@@ -69,8 +89,9 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     except InputError as exc:
         raise translate(exc, cluster_names) from None
     jobs, held = [], list(pods_read.held)
+    shapes = distinct_shapes(cluster)  # once: it is the cost of the can-it-ever-fit test
     for job in pods_read.jobs:
-        unsatisfiable = [i for i in job_problems(job, "job", cluster) if i.rule == "unsatisfiable"]
+        unsatisfiable = [i for i in job_problems(job, "job", cluster, shapes=shapes) if i.rule == "unsatisfiable"]
         if unsatisfiable:
             held.append(Held(pods_read.job_pods[job.id], "capacity",
                              "no node could ever hold one replica: " + "; ".join(i.message for i in unsatisfiable)))
@@ -89,4 +110,4 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     except InputError as exc:
         raise translate(exc, queue_names) from None
     return Snapshot(cluster=cluster, queue=queue, replica_pod=pods_read.replica_pod, job_pods=pods_read.job_pods,
-                    held=held)
+                    held=held, ignored=kueue.ignored if kueue is not None else [])

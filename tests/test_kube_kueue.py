@@ -1,0 +1,171 @@
+"""Kueue's objects read by the Kubernetes adapter (optsched.adapters.kube.kueue): ClusterQueues,
+LocalQueues, ResourceFlavors, Cohorts and WorkloadPriorityClasses -> tenants, quotas and cohorts,
+and plans that keep Kueue's quota rules as Kueue's own documentation states them.
+
+Fixtures are Kueue's own example manifests (tests/data/kube/SOURCES.md names each).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("kubernetes")
+
+from kubernetes.client import ApiClient
+
+from optsched import InputError, check, solve
+from optsched.adapters.kube import KubeConfig, TopologyLevel, actions, snapshot
+from tests.test_kube_adapter import NOW, gpu_node, pod
+
+DATA = Path(__file__).parent / "data" / "kube"
+API = ApiClient()
+CONFIG = KubeConfig(topology=[TopologyLevel(label="example.com/block", name="block"),
+                              TopologyLevel(label="example.com/rack", name="rack")])
+
+
+def manifests(name: str) -> dict[str, list[dict[str, Any]]]:
+    """The documents of a fixture by kind."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for doc in yaml.safe_load_all((DATA / name).read_text()):
+        if doc:
+            out.setdefault(doc["kind"], []).append(doc)
+    return out
+
+
+def nodes(n: int, gpus: int = 8) -> list[dict[str, Any]]:
+    return [API.sanitize_for_serialization(gpu_node(f"gpu-{i}", rack=f"r{i // 4}", gpus=gpus)) for i in range(n)]
+
+
+def queued(name: str, namespace: str, queue: str | None, **kw: Any) -> dict[str, Any]:
+    labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
+    labels.update(kw.pop("labels", {}))
+    return API.sanitize_for_serialization(pod(name, namespace=namespace, labels=labels, **kw))
+
+
+def local_queue(namespace: str, name: str, cluster_queue: str) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+            "metadata": {"namespace": namespace, "name": name}, "spec": {"clusterQueue": cluster_queue}}
+
+
+def test_a_cluster_queue_becomes_a_tenant_with_its_quotas_in_optsched_units() -> None:
+    m = manifests("kueue-provisioning-setup.yaml")
+    pods = [queued(f"w{i}", "default", "user-queue", gpus=4, cpu="2", memory="8Gi") for i in range(4)]
+    snap = snapshot(nodes(4), pods, cluster_queues=m["ClusterQueue"], local_queues=m["LocalQueue"],
+                    resource_flavors=m["ResourceFlavor"], config=CONFIG, now=NOW)
+    [tenant] = snap.cluster.tenants
+    assert tenant.name == "cluster-queue" and tenant.cohort is None
+    assert {k: q.nominal for k, q in tenant.quotas.items()} == {
+        "default-flavor/cpu": 9000.0, "default-flavor/memory": 36 * 1024.0, "default-flavor/gpu": 9.0}
+    assert [f.name for f in snap.cluster.resource_flavors] == ["default-flavor"]
+    assert {j.tenant for j in snap.queue.jobs} == {"cluster-queue"}
+    plan = solve(snap.cluster, snap.queue, solver="kueue", time_limit=2.0)
+    assert check(snap.cluster, snap.queue, plan) == []
+    assert len({p.job for p in plan.placements}) == 2  # 2 x 4 GPUs within the nominal 9; a third would be 12
+    assert {d.reason for d in plan.deferred} == {"quota"}
+
+
+@pytest.mark.parametrize("solver", ["kueue", "cpsat"])
+def test_borrowing_limit_as_kueue_documents_it(solver: str) -> None:
+    """cluster_queue.md, "BorrowingLimit": with team-b-cq idle, team-a-cq admits up to 9+1 = 10 CPUs."""
+    m = manifests("kueue-borrowing-limit.yaml")
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}}
+    pods = [queued(f"w{i}", "team-a", "main", cpu="2", memory="1Gi") for i in range(7)]
+    snap = snapshot(nodes(2), pods, cluster_queues=m["ClusterQueue"], resource_flavors=[flavor],
+                    local_queues=[local_queue("team-a", "main", "team-a-cq"), local_queue("team-b", "main", "team-b-cq")],
+                    config=CONFIG, now=NOW)
+    assert {t.name: t.cohort for t in snap.cluster.tenants} == {"team-a-cq": "team-ab", "team-b-cq": "team-ab"}
+    assert snap.cluster.tenants[0].quotas["default-flavor/cpu"].borrowing_limit == 1000.0
+    plan = solve(snap.cluster, snap.queue, solver=solver, time_limit=3.0)
+    assert check(snap.cluster, snap.queue, plan) == []
+    assert len({p.job for p in plan.placements}) == 5  # 5 x 2 CPUs = 10 = 9 nominal + 1 borrowed
+    assert len(plan.deferred) == 2 and {d.reason for d in plan.deferred} == {"quota"}
+    told = {p.pod.name: p.condition.message for p in actions(plan, snap).pending}
+    assert len(told) == 2 and all(m.startswith("optsched: quota") for m in told.values())
+
+
+def test_preemption_policy_fungibility_weight_and_cohort_objects_are_read() -> None:
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "team-a-cq"},
+          "spec": {"cohortName": "org", "fairSharing": {"weight": "2"},
+                   "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerOrNewerEqualPriority",
+                                  "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}},
+                   "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "Preempt"},
+                   "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+                       {"name": "reserved", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16,
+                                                           "lendingLimit": 4}]},
+                       {"name": "spot", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 0,
+                                                       "borrowingLimit": 8}]}]}]}}
+    cohort = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "org"},
+              "spec": {"parentName": "company", "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                       "flavors": [{"name": "spot", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}}
+    root = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "company"}}
+    flavors = [{"kind": "ResourceFlavor", "metadata": {"name": "reserved"}, "spec": {"nodeLabels": {"pool": "r"}}},
+               *manifests("kueue-resource-flavor-tolerations.yaml")["ResourceFlavor"]]
+    flavors[1] = {**flavors[1], "metadata": {"name": "spot"}}
+    wpc = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": "prod"},
+           "value": 10000}
+    pods = [queued("w", "team-a", "main", gpus=1, labels={"kueue.x-k8s.io/priority-class": "prod"})]
+    snap = snapshot(nodes(2), pods, cluster_queues=[cq], cohorts=[cohort, root], resource_flavors=flavors,
+                    workload_priority_classes=[wpc], local_queues=[local_queue("team-a", "main", "team-a-cq")],
+                    config=CONFIG, now=NOW)
+    [t] = snap.cluster.tenants
+    assert (t.cohort, t.weight) == ("org", 2.0)
+    assert (t.preemption.within_tenant, t.preemption.reclaim_within_cohort) == ("lower_or_newer_equal_priority", "any")
+    assert t.preemption.borrow_within_cohort is not None
+    assert (t.preemption.borrow_within_cohort.policy, t.preemption.borrow_within_cohort.max_priority_threshold) == (
+        "lower_priority", 100)
+    assert (t.flavor_fungibility.when_can_borrow, t.flavor_fungibility.when_can_preempt) == (
+        "try_next_flavor", "may_stop_search")
+    assert list(t.quotas) == ["reserved/gpu", "spot/gpu"]  # the ClusterQueue's flavor order
+    assert (t.quotas["reserved/gpu"].lending_limit, t.quotas["spot/gpu"].borrowing_limit) == (4.0, 8.0)
+    assert {c.name: (c.parent, {k: q.nominal for k, q in c.quotas.items()}) for c in snap.cluster.cohorts} == {
+        "org": ("company", {"spot/gpu": 8.0}), "company": (None, {})}
+    assert {f.name: f.node_labels for f in snap.cluster.resource_flavors} == {
+        "reserved": {"pool": "r"}, "spot": {"instance-type": "spot"}}
+    assert snap.ignored == ["ResourceFlavor/spot.spec.tolerations: not modelled (the nodes' taints and the pods' "
+                            "tolerations decide; topology comes from KubeConfig.topology)"]
+    assert snap.queue.jobs[0].priority == 10000  # the WorkloadPriorityClass, not the pod's priority
+
+
+def test_pods_kueue_does_not_manage_are_held_and_their_running_usage_counted() -> None:
+    m = manifests("kueue-provisioning-setup.yaml")
+    pods = [queued("mine", "default", "user-queue", gpus=1, memory="8Gi"), queued("stray", "default", None, gpus=1),
+            queued("other-ns", "team-x", "user-queue", gpus=1),  # no LocalQueue user-queue in team-x
+            queued("daemon", "kube-system", None, cpu="1", node="gpu-0")]
+    snap = snapshot(nodes(2), pods, cluster_queues=m["ClusterQueue"], local_queues=m["LocalQueue"],
+                    resource_flavors=m["ResourceFlavor"], config=CONFIG, now=NOW)
+    assert [j.id for j in snap.queue.jobs] == ["default/mine"]
+    assert sorted(p.name for h in snap.held for p in h.pods) == ["other-ns", "stray"]
+    assert all(h.reason == "other" and "no Kueue LocalQueue" in h.detail for h in snap.held)
+    assert [(r.job.id, r.job.tenant) for r in snap.cluster.running] == [("kube-system/daemon", "unmanaged")]
+    plan = solve(snap.cluster, snap.queue, solver="kueue", time_limit=2.0)
+    assert check(snap.cluster, snap.queue, plan) == [] and len(plan.placements) == 1
+
+
+def test_kueue_object_errors_name_the_object_and_the_field() -> None:
+    m = manifests("kueue-provisioning-setup.yaml")
+    bad_cq = {"kind": "ClusterQueue", "metadata": {"name": "cq"},
+              "spec": {"preemption": {"withinClusterQueue": "Sometimes"},
+                       "resourceGroups": [{"flavors": [{"name": "f", "resources": [
+                           {"name": "cpu", "nominalQuota": "lots"}]}]}]}}
+    queues = [*m["LocalQueue"], local_queue("team-a", "q", "missing-cq")]
+    pods = [queued("w", "default", "user-queue", gpus=1, labels={"kueue.x-k8s.io/priority-class": "nope"})]
+    with pytest.raises(InputError) as err:
+        snapshot(nodes(1), pods, cluster_queues=[*m["ClusterQueue"], bad_cq], local_queues=queues,
+                 resource_flavors=m["ResourceFlavor"], config=CONFIG, now=NOW)
+    paths = {(i.path, i.rule) for i in err.value.problems}
+    assert ("ClusterQueue/cq.spec.preemption.withinClusterQueue", "enum") in paths
+    assert ("ClusterQueue/cq.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "quantity") in paths
+    assert ("LocalQueue/team-a/q.spec.clusterQueue", "unknown_reference") in paths
+    assert ("Pod/default/w.metadata.labels.kueue.x-k8s.io/priority-class", "unknown_reference") in paths
+
+
+def test_a_quota_naming_an_unknown_flavor_is_refused_with_the_cluster_queue() -> None:
+    m = manifests("kueue-borrowing-limit.yaml")  # its flavor default-flavor is not given
+    with pytest.raises(InputError) as err:
+        snapshot(nodes(1), [queued("w", "team-a", "main", cpu="1")], cluster_queues=m["ClusterQueue"],
+                 local_queues=[local_queue("team-a", "main", "team-a-cq")], config=CONFIG, now=NOW)
+    assert any(i.path.startswith("ClusterQueue/team-a-cq") for i in err.value.problems), err.value.problems

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,ray,docs,k8s]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray,docs,k8s,server]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cost.py
 	$(BIN)/python benchmarks/scale.py --out benchmarks/results
 	$(BIN)/python benchmarks/startup.py --out benchmarks/results
+	$(BIN)/python benchmarks/service.py --out benchmarks/results
 	$(BIN)/python benchmarks/timelimit.py
 	$(BIN)/python benchmarks/fingerprints.py --out benchmarks/results
 	$(BIN)/optsched bench rounds --out benchmarks/results

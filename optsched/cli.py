@@ -98,22 +98,6 @@ def _summary(cluster: Cluster, queue: Queue, plan: Plan) -> Table:
     return t
 
 
-def _plan_summary(queue: Queue, plan: Plan) -> dict[str, object]:
-    """What `solve --json` prints: the solver's statistics, the counts of the summary, the objective."""
-    from optsched.model.stats import STATUS_MEANING
-
-    jobs = {j.id for j in queue.jobs}
-    return {"solver": plan.solver.model_dump(mode="json"),
-            "status_meaning": STATUS_MEANING.get(plan.solver.status),
-            "queued_jobs": len(queue.jobs),
-            "admitted_jobs": len({p.job for p in plan.placements if p.job in jobs}),
-            "placed_replicas": len(plan.placements),
-            "deferred": dict(Counter(d.reason for d in plan.deferred)),
-            "evictions": len(plan.evictions),
-            "provisioned_nodes": sum(p.count for p in plan.provisioning),
-            "objective": dict(plan.objective)}
-
-
 @app.command()
 def solve(cluster: ClusterArg, queue: Path,
           solver: Annotated[str, typer.Option(help="a solver name (`optsched solvers` lists them)")] = "auto",
@@ -124,6 +108,7 @@ def solve(cluster: ClusterArg, queue: Path,
           ) -> None:
     """Solve one round and print the plan summary."""
     from optsched.model import dump, load_queue
+    from optsched.model.summary import plan_summary
     from optsched.problem import compile_problem
 
     try:
@@ -139,7 +124,7 @@ def solve(cluster: ClusterArg, queue: Path,
     if output is not None:
         dump(plan, output)
     if as_json:
-        sys.stdout.write(json.dumps({**_plan_summary(q, plan), "output": None if output is None else str(output)},
+        sys.stdout.write(json.dumps({**plan_summary(q, plan), "output": None if output is None else str(output)},
                                     indent=1) + "\n")
         return
     console.print(_summary(c, q, plan))
@@ -496,6 +481,54 @@ def demo(cluster: Annotated[str, typer.Option(help=f"a bundled cluster {names('c
         err.print(f"[bold red]{len(violations)} violations[/] (a bug: please report)")
         raise typer.Exit(1)
     console.print("[green]check: the plan breaks no rule[/]")
+
+
+@app.command()
+def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+          solver: Annotated[str, typer.Option(help="the solver of state rounds")] = "auto",
+          time_limit: Annotated[float, typer.Option(help="seconds per state round")] = 1.0,
+          interval: Annotated[float, typer.Option(help="seconds between state rounds when nothing changes")] = 10.0,
+          kube_config: Annotated[Path | None, typer.Option(
+              help="a KubeConfig YAML/JSON (topology labels, accelerators, pod groups; docs/integration.md)")] = None,
+          kubeconfig: Annotated[Path | None, typer.Option(
+              help="list the cluster from this API server kubeconfig (else the state is pushed to PUT /v1/state)")]
+          = None,
+          in_cluster: Annotated[bool, typer.Option(help="list the cluster with the pod's service account")] = False,
+          poll: Annotated[float, typer.Option(help="seconds between listings of the API server")] = 5.0,
+          bind: Annotated[bool, typer.Option(help="answer the extender bind verb by creating Bindings")] = False,
+          log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info") -> None:
+    """Serve rounds over HTTP, kube-scheduler's extender verbs and Prometheus metrics (needs the
+    `server` extra; Kubernetes objects need the `k8s` extra too)."""
+    import logging
+
+    try:
+        import uvicorn
+
+        from optsched.adapters.kube.config import KubeConfig
+        from optsched.model.io import parse_document
+        from optsched.service import RoundSettings, ServiceSettings, create_app
+        from optsched.service.source import api_binder, clients, poller
+    except ImportError as exc:
+        err.print(f"[bold red]missing[/]: {escape(str(exc))}; install it with pip install 'optsched[server,k8s]'")
+        raise typer.Exit(2) from exc
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        kube = parse_document(KubeConfig, kube_config) if kube_config is not None else KubeConfig()
+        rounds = RoundSettings(solver=solver, time_limit=time_limit, kube=kube)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    source = binder = None
+    if kubeconfig is not None or in_cluster:
+        core, scheduling, custom = clients(None if kubeconfig is None else str(kubeconfig), in_cluster)
+        source = poller(core, scheduling, poll, custom)
+        binder = api_binder(core) if bind else None
+    elif bind:
+        err.print("[bold red]--bind needs API access[/]: give --kubeconfig or --in-cluster")
+        raise typer.Exit(2)
+    service = create_app(ServiceSettings(rounds=rounds, interval_s=interval), binder=binder, source=source)
+    uvicorn.run(service, host=host, port=port, log_level=log_level.lower())
 
 
 if __name__ == "__main__":

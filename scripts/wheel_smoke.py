@@ -5,7 +5,8 @@ leaves out (package data, the license, entry points). Steps, each from an empty 
 repository with the fresh environment's `optsched`: `--version`, `demo` (the bundled 10,240-GPU
 cluster), `generate` / `solve --json` / `check` by cluster name, `capacity` with the bundled examples,
 `bench fgd --seeds 1` (two policies, into a temporary folder; skipped when the trace data is not on
-this machine), and the README's Python example, run as written.
+this machine), the README's Python example, run as written, and then, with the `k8s` and `server`
+extras installed, `optsched serve`: ready, one round over HTTP, its metrics.
 
 Run: `.venv/bin/python scripts/wheel_smoke.py [--keep DIR]`. Exit 0 when every step passed.
 """
@@ -44,6 +45,51 @@ def readme_example() -> str:
     if match is None:
         raise SystemExit("README.md has no ```python block under '## In Python'")
     return match.group(1)
+
+
+def serve_smoke(cli: Path, work: Path, env: dict[str, str]) -> None:
+    """`optsched serve` from the installed extras: healthy, ready, a round on a bundled cluster's
+    document over HTTP, metrics; then stopped."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    start = time.perf_counter()
+    server = subprocess.Popen([str(cli), "serve", "--port", str(port), "--log-level", "warning"], cwd=work, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/readyz", timeout=5) as resp:
+                    if resp.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if server.poll() is not None or time.perf_counter() - start > 60:
+                out = server.stdout.read() if server.stdout else ""
+                raise SystemExit(f"optsched serve did not become ready:\n{out[-4000:]}")
+            time.sleep(0.2)
+        doc = subprocess.run([str(cli.parent / "python"), "-c", "import optsched, sys; sys.stdout.write(optsched.dump("
+                              "optsched.reference_cluster('dgx-h100-1k'), fmt='json'))"], cwd=work, env=env,
+                             capture_output=True, text=True, check=True).stdout
+        body = json.dumps({"cluster": json.loads(doc), "queue": {"jobs": []}, "solver": "best-fit"}).encode()
+        request = urllib.request.Request(f"{base}/v1/rounds", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as resp:
+            answer = json.loads(resp.read())
+        if answer["summary"]["solver"]["name"] != "best-fit":
+            raise SystemExit(f"POST /v1/rounds answered {answer['summary']}")
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as resp:
+            if b'optsched_rounds_total{source="request",status="heuristic"} 1.0' not in resp.read():
+                raise SystemExit("/metrics did not count the round")
+        print(f"  {time.perf_counter() - start:6.1f} s  optsched serve: ready, a round over HTTP, /metrics", flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def main() -> None:
@@ -95,6 +141,9 @@ def main() -> None:
 
         (work / "example.py").write_text(readme_example())
         run([str(py), "example.py"], work, env)
+
+        run([str(py), "-m", "pip", "install", "--quiet", f"{wheel}[k8s,server]"], tmp, env)
+        serve_smoke(cli, work, env)
         print("wheel smoke test passed", flush=True)
     finally:
         if args.keep is None:

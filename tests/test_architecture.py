@@ -183,6 +183,18 @@ def _reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
     return seen
 
 
+def test_the_core_imports_no_integration() -> None:
+    """The adapters and the service sit behind optional extras: no module outside them (the CLI's
+    `serve` excepted, inside its function) imports them, so the core runs without their libraries."""
+    edges = _graph()
+    outer = ("optsched.adapters", "optsched.service")
+    found = [(m, t) for m, targets in edges.items() for t in targets
+             if t.startswith(outer) and not m.startswith(outer) and m != "optsched.cli"]
+    assert found == []
+    cli_runtime = _graph(runtime_only=True)["optsched.cli"]
+    assert not [t for t in cli_runtime if t.startswith(outer)]
+
+
 @pytest.mark.parametrize("module", ["optsched.check", "optsched.metrics"])
 def test_the_validator_and_the_metrics_load_no_solver_and_no_round_model(module: str) -> None:
     """Statically (every import they make when loaded) and in a fresh interpreter."""

@@ -368,8 +368,8 @@ class FakeApi:
     def list_cluster_custom_object(self, group: str, version: str, plural: str) -> dict[str, Any]:
         from kubernetes.client.exceptions import ApiException
 
-        assert group == "kueue.x-k8s.io"
-        if (version, plural) not in self.custom:
+        assert group in ("kueue.x-k8s.io", "scheduling.volcano.sh")
+        if (version, plural) not in self.custom or group != "kueue.x-k8s.io":
             raise ApiException(status=404, reason="Not Found")
         return {"items": self.custom[(version, plural)]}
 
@@ -427,3 +427,25 @@ def test_a_state_with_kueue_objects_is_solved_under_its_quotas() -> None:
     assert running_a > 8 * 24 and gpus["a"] == 0  # team-a runs past its nominal quota: nothing more for it
     assert "team-a/urgent" in {d.job for d in plan.deferred}
     assert 0 < gpus["b"] <= 8 * 24 and plan.evictions == []  # Kueue's default policy: never preempt
+
+
+def test_volcano_objects_in_a_round_request_and_in_the_state() -> None:
+    """Volcano's reclaim example (tests/test_kube_volcano.py) through `POST /v1/rounds` and through
+    the state: one whole borrower gang is evicted for the owner's gang either way."""
+    from tests.test_kube_volcano import cpu_nodes, job, manifests
+
+    queues = manifests("volcano-reclaim-queues.yaml")["Queue"]
+    a, pods_a = job("borrower-victim-a", "borrower", 2, 2, nodes=["n0", "n0"], preemptable=True)
+    b, pods_b = job("borrower-victim-b", "borrower", 2, 2, nodes=["n1", "n1"], preemptable=True)
+    owner, pods_o = job("owner-requester", "owner", 2, 2)
+    listing = {"nodes": cpu_nodes(2), "pods": pods_a + pods_b + pods_o, "pod_groups": [a, b, owner],
+               "queues": queues}
+    with service() as client:
+        r = client.post("/v1/rounds", json={"kubernetes": listing, "solver": "kueue"})
+        assert r.status_code == 200, r.text
+        assert len(r.json()["actions"]["evictions"]) == 2 and len(r.json()["actions"]["bindings"]) == 2
+        client.put("/v1/state", json=listing)
+        assert client.post("/v1/state/round").status_code == 200
+        current = client.get("/v1/plan").json()
+    assert {e["by"] for e in current["actions"]["evictions"]} == {"default/owner-requester"}
+    assert len({e["name"].rsplit("-worker-", 1)[0] for e in current["actions"]["evictions"]}) == 1

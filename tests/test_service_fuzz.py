@@ -26,3 +26,20 @@ SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", APP)
 def test_no_request_gets_a_server_error(case: Any) -> None:
     response = case.call()
     assert response.status_code < 500, (case.method, case.path, response.status_code, response.text[:500])
+
+
+def test_the_extender_stanza_in_the_docs_names_routes_the_service_has() -> None:
+    """docs/integration.md's KubeSchedulerConfiguration: urlPrefix + each verb is a POST route."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).parents[1] / "docs" / "integration.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "KubeSchedulerConfiguration" in b)
+    [extender] = yaml.safe_load(block)["extenders"]
+    prefix = extender["urlPrefix"].split("8000", 1)[1]
+    routes = {(m, r.path) for r in APP.routes for m in getattr(r, "methods", ())}
+    verbs = [extender[k] for k in ("filterVerb", "prioritizeVerb", "preemptVerb", "bindVerb")]
+    assert all(("POST", f"{prefix}/{verb}") in routes for verb in verbs), (prefix, verbs)
+    assert extender["nodeCacheCapable"] is True

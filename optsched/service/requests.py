@@ -39,6 +39,10 @@ class KubernetesObjects(Frozen):
     resource_flavors: list[dict[str, Any]] = Field(default_factory=list)
     cohorts: list[dict[str, Any]] = Field(default_factory=list)
     workload_priority_classes: list[dict[str, Any]] = Field(default_factory=list)
+    pod_groups: list[dict[str, Any]] = Field(default_factory=list)
+    """Volcano PodGroups (gang sizes, queue, priority)."""
+    queues: list[dict[str, Any]] = Field(default_factory=list)
+    """Volcano Queues (tenants); give Kueue's objects or Volcano's, not both."""
     config: dict[str, Any] | None = None
     """A `KubeConfig` (topology labels, accelerators, pod-group keys, ...); None: its defaults."""
     now: float | None = None
@@ -76,6 +80,10 @@ class StateListing(Frozen):
     resource_flavors: list[dict[str, Any]] = Field(default_factory=list)
     cohorts: list[dict[str, Any]] = Field(default_factory=list)
     workload_priority_classes: list[dict[str, Any]] = Field(default_factory=list)
+    pod_groups: list[dict[str, Any]] = Field(default_factory=list)
+    """Volcano PodGroups (gang sizes, queue, priority)."""
+    queues: list[dict[str, Any]] = Field(default_factory=list)
+    """Volcano Queues (tenants); give Kueue's objects or Volcano's, not both."""
 
 
 class StateEvents(Frozen):

@@ -3,7 +3,8 @@
 `poller(core, scheduling, interval_s, custom)` lists Nodes, Pods and PriorityClasses every
 `interval_s` seconds, and with `custom` (a CustomObjectsApi) Kueue's ClusterQueues, LocalQueues,
 ResourceFlavors, Cohorts and WorkloadPriorityClasses where Kueue is installed (its newest served
-version first: v1beta2, then v1beta1; Cohorts v1beta2, then v1alpha1), and replaces the state with
+version first: v1beta2, then v1beta1; Cohorts v1beta2, then v1alpha1) and Volcano's PodGroups and
+Queues (v1beta1) where Volcano is installed, and replaces the state with
 them (`ClusterState.replace`): simple and self-healing (a missed change is gone by the next
 listing), at the cost of one full listing per interval. A listing that fails is logged and
 retried at the next interval; the state keeps the last good one.
@@ -34,6 +35,9 @@ KUEUE_KINDS = (("cluster_queues", "clusterqueues", ("v1beta2", "v1beta1")),
                ("cohorts", "cohorts", ("v1beta2", "v1alpha1")),
                ("workload_priority_classes", "workloadpriorityclasses", ("v1beta2", "v1beta1")))
 """(listing field, plural, versions tried in order) of Kueue's objects."""
+VOLCANO_GROUP = "scheduling.volcano.sh"
+VOLCANO_KINDS = (("pod_groups", "podgroups", ("v1beta1",)), ("queues", "queues", ("v1beta1",)))
+"""(listing field, plural, versions) of Volcano's objects."""
 
 
 def clients(kubeconfig: str | None = None, in_cluster: bool = False) -> tuple[Any, Any, Any]:
@@ -48,14 +52,22 @@ def clients(kubeconfig: str | None = None, in_cluster: bool = False) -> tuple[An
     return client.CoreV1Api(), client.SchedulingV1Api(), client.CustomObjectsApi()
 
 
-def list_kueue(custom: Any) -> dict[str, list[Any]]:
-    """Kueue's objects by listing field; a kind (or Kueue) that is not served lists as empty."""
+def list_custom(custom: Any) -> dict[str, list[Any]]:
+    """Kueue's and Volcano's objects by listing field; a kind (or a whole system) that is not
+    served lists as empty."""
     out: dict[str, list[Any]] = {}
-    for field, plural, versions in KUEUE_KINDS:
+    for group, kinds in ((KUEUE_GROUP, KUEUE_KINDS), (VOLCANO_GROUP, VOLCANO_KINDS)):
+        out.update(_list_group(custom, group, kinds))
+    return out
+
+
+def _list_group(custom: Any, group: str, kinds: tuple[tuple[str, str, tuple[str, ...]], ...]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for field, plural, versions in kinds:
         out[field] = []
         for version in versions:
             try:
-                answer = custom.list_cluster_custom_object(KUEUE_GROUP, version, plural)
+                answer = custom.list_cluster_custom_object(group, version, plural)
             except Exception as exc:  # 404: not served in this version (or Kueue not installed)
                 if getattr(exc, "status", None) == 404:
                     continue
@@ -77,8 +89,8 @@ def poller(core: Any, scheduling: Any, interval_s: float = 5.0, custom: Any = No
                 nodes = core.list_node().items
                 pods = core.list_pod_for_all_namespaces().items
                 classes = scheduling.list_priority_class().items
-                kueue = list_kueue(custom) if custom is not None else {}
-                state.replace(nodes, pods, classes, **kueue)
+                extra = list_custom(custom) if custom is not None else {}
+                state.replace(nodes, pods, classes, **extra)
             except Exception:  # the API server may be away for a while: keep the last listing
                 LOG.exception("listing the cluster failed; the state keeps the last listing")
             stop.wait(interval_s)

@@ -112,6 +112,12 @@ def actions(plan: Plan, snap: Snapshot) -> Actions:
             out.evictions.append(PodEviction(pod=pod, reason=ev.reason, by=ev.by, condition=cond))
     waiting: list[tuple[list[PodRef], str, str]] = [(snap.job_pods.get(d.job, []), d.reason, d.detail)
                                                      for d in plan.deferred]
+    bound = {(b.metadata.namespace, b.metadata.name) for b in out.bindings}
+    for job in dict.fromkeys(pl.job for pl in plan.placements):  # an elastic job's pods beyond what is placed
+        pods = snap.job_pods.get(job, [])
+        left = [p for p in pods if (p.namespace, p.name) not in bound]
+        if left:
+            waiting.append((left, "capacity", f"the plan places {len(pods) - len(left)} of the job's {len(pods)} pods"))
     waiting += [(h.pods, h.reason, h.detail) for h in snap.held]
     for pods, reason, detail in waiting:
         for pod in pods:

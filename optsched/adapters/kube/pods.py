@@ -45,6 +45,7 @@ from optsched.adapters.kube.objects import (
     string_map,
     timestamp,
 )
+from optsched.adapters.kube.volcano import GROUP_ANNOTATION, PREEMPTABLE_ANNOTATION, VolcanoRead
 from optsched.model.base import PRIORITY_RANGE
 from optsched.model.cluster import RunningJob
 from optsched.model.queue import Job
@@ -106,6 +107,8 @@ class PodsRead:
     job_pods: dict[str, list[PodRef]] = field(default_factory=dict)
     """Job id (queued or running) -> its pods."""
     held: list[Held] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    """Fields given that are not modelled, as `Kind/namespace/name.field: why`."""
     job_ref: dict[str, str] = field(default_factory=dict)
     """Job id -> what errors about it name (its first pod)."""
 
@@ -262,7 +265,7 @@ def _devices(annotations: dict[str, str], ref: str, problems: Problems) -> list[
 
 
 def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes: tuple[dict[str, int], int],
-             problems: Problems, kueue: KueueRead | None = None) -> PodRead | None:
+             problems: Problems, kueue: KueueRead | None = None, volcano: VolcanoRead | None = None) -> PodRead | None:
     """One pod, or None when it is not the round's business (finished, deleted while pending,
     for another scheduler) or could not be read (the problem is recorded). With Kueue's objects,
     its tenant is its LocalQueue's ClusterQueue (`UNMANAGED` in none) and a WorkloadPriorityClass
@@ -302,6 +305,22 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
             else:
                 problems.add(ref, f"metadata.labels.{PRIORITY_LABEL}", "unknown_reference",
                              f"WorkloadPriorityClass {workload_class!r} was not given")
+    preemptible = annotations.get(PREEMPTIBLE_ANNOTATION)
+    evictable = (preemptible == "true") if preemptible in ("true", "false") else config.running_preemptible
+    if volcano is not None:
+        tenant = volcano.queue_of(namespace, annotations)
+        pod_group = volcano.groups.get((namespace, annotations.get(GROUP_ANNOTATION, "")))
+        if pod_group is not None and pod_group.priority_class is not None:
+            if pod_group.priority_class in classes[0]:
+                priority = classes[0][pod_group.priority_class]
+            else:
+                problems.add(ref, f"metadata.annotations.{GROUP_ANNOTATION}", "unknown_reference",
+                             f"its PodGroup's PriorityClass {pod_group.priority_class!r} was not given")
+        marked = annotations.get(PREEMPTABLE_ANNOTATION)
+        if marked in ("true", "false") and preemptible is None:
+            evictable = marked == "true"  # Volcano's own marker, unless optsched's says otherwise
+        if tenant in volcano.unreclaimable:
+            evictable = False  # Volcano reclaims nothing from a queue with reclaimable: false
     affinity = _affinity(obj, ref, problems)
     group: dict[str, Any] = {
         "request": _request_doc(pod_requests(obj, ref, problems), config, ref, problems),
@@ -316,7 +335,6 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
     if image is not None:
         group["image"] = image
     total = annotations.get(KUEUE_TOTAL_COUNT)
-    preemptible = annotations.get(PREEMPTIBLE_ANNOTATION)
     return PodRead(
         pod=PodRef(namespace, name, get(obj, "metadata.uid", str, ref, problems)),
         job_key=f"{namespace}/{group_value or name}", grouped=group_value is not None,
@@ -325,7 +343,7 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
         created=timestamp(raw(obj, "metadata.creationTimestamp"), ref, "metadata.creationTimestamp", problems) or 0.0,
         started=timestamp(raw(obj, "status.startTime"), ref, "status.startTime", problems),
         node=node, devices=_devices(annotations, ref, problems),
-        preemptible=(preemptible == "true") if preemptible in ("true", "false") else config.running_preemptible,
+        preemptible=evictable,
         total_count=int(total) if total is not None and total.isdigit() else None,
     )
 
@@ -366,11 +384,12 @@ def _job_doc(job_id: str, pods: list[PodRead], groups: list[tuple[str, dict[str,
 
 def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRead,
               priority_classes: list[dict[str, Any]], now: float, problems: Problems,
-              kueue: KueueRead | None = None) -> PodsRead:
+              kueue: KueueRead | None = None, volcano: VolcanoRead | None = None) -> PodsRead:
     """Read every pod into queued and running jobs; problems are recorded, not raised. With
-    Kueue's objects, pending pods in no LocalQueue are held (Kueue does not admit them)."""
+    Kueue's objects, pending pods in no LocalQueue are held (Kueue does not admit them); with
+    Volcano's PodGroups, a group admits from its `minMember` pods to all of them."""
     classes = priority_values(priority_classes, problems)
-    pods = [p for obj in objects if (p := read_pod(obj, config, nodes, classes, problems, kueue)) is not None]
+    pods = [p for obj in objects if (p := read_pod(obj, config, nodes, classes, problems, kueue, volcano)) is not None]
     seen: set[tuple[str, str]] = set()
     for p in pods:
         if (p.pod.namespace, p.pod.name) in seen:
@@ -399,6 +418,8 @@ def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRea
                 continue
             groups = _task_groups(pending)
             doc = _job_doc(job_id, pending, groups, problems)
+            if volcano is not None and members[0].grouped:
+                _pod_group_minimum(doc, key, groups, len(running), volcano, out, problems)
             job = problems.build(Job, doc, str(pending[0].pod), "spec")
             if job is None:
                 continue
@@ -409,6 +430,33 @@ def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRea
                 for i, p in enumerate(group_pods):
                     out.replica_pod[(job_id, name, i)] = p.pod
     return out
+
+
+def _pod_group_minimum(doc: dict[str, Any], key: str, groups: list[tuple[str, dict[str, Any], list[PodRead]]],
+                       running: int, volcano: VolcanoRead, out: PodsRead, problems: Problems) -> None:
+    """A Volcano PodGroup's `minMember` / `minTaskMember` as the job's minimum replicas (the pods
+    already running count towards them); every pod is still its maximum."""
+    namespace, _, name = key.partition("/")
+    pod_group = volcano.groups.get((namespace, name))
+    if pod_group is None:
+        return
+    doc["gang"] = True
+    if pod_group.min_task_member:
+        for g in doc["groups"]:
+            if g["name"] in pod_group.min_task_member:
+                g["replicas"]["min"] = min(g["replicas"]["max"], pod_group.min_task_member[g["name"]])
+        return
+    if pod_group.min_member is None:
+        return
+    needed = max(0, pod_group.min_member - running)
+    if len(doc["groups"]) == 1:
+        g = doc["groups"][0]
+        g["replicas"]["min"] = min(g["replicas"]["max"], needed)
+        if g["replicas"]["min"] == 0:
+            doc["gang"] = False  # the group's minimum already runs: each further pod stands alone
+    elif needed < sum(g["replicas"]["max"] for g in doc["groups"]):
+        out.ignored.append(f"PodGroup/{namespace}/{name}.spec.minMember: {pod_group.min_member} over "
+                           f"{len(doc['groups'])} tasks without minTaskMember cannot be split: all pods are required")
 
 
 def _taken_devices(pods: list[PodRead], nodes: NodesRead) -> dict[str, set[int]]:

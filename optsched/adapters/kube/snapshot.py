@@ -12,6 +12,7 @@ from optsched.adapters.kube.kueue import UNMANAGED, read_kueue
 from optsched.adapters.kube.nodes import read_nodes
 from optsched.adapters.kube.objects import Problems, as_dict, translate
 from optsched.adapters.kube.pods import Held, PodRef, read_pods
+from optsched.adapters.kube.volcano import read_volcano, totals_of
 from optsched.errors import InputError
 from optsched.model.cluster import Cluster, Tenant
 from optsched.model.queue import Queue
@@ -37,12 +38,13 @@ class Snapshot:
 def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any] = (), *,
              cluster_queues: Iterable[Any] = (), local_queues: Iterable[Any] = (),
              resource_flavors: Iterable[Any] = (), cohorts: Iterable[Any] = (),
-             workload_priority_classes: Iterable[Any] = (),
-             config: KubeConfig | None = None, now: float | None = None) -> Snapshot:
+             workload_priority_classes: Iterable[Any] = (), pod_groups: Iterable[Any] = (),
+             queues: Iterable[Any] = (), config: KubeConfig | None = None, now: float | None = None) -> Snapshot:
     """Read Nodes, Pods and PriorityClasses (client models or API dicts) into a round; with
     Kueue's ClusterQueues (and LocalQueues, ResourceFlavors, Cohorts, WorkloadPriorityClasses:
     API dicts, as `CustomObjectsApi` lists them), its tenants, quotas and cohorts too
-    (`optsched.adapters.kube.kueue`).
+    (`optsched.adapters.kube.kueue`); or with Volcano's PodGroups and Queues, its gang sizes and
+    queues (`optsched.adapters.kube.volcano`).
 
     `now` is the round's time, seconds since the epoch (default: the clock), the clock of pods'
     creation and start times. Raises one `InputError` listing every problem, each naming its
@@ -53,20 +55,36 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     now = time.time() if now is None else now
     problems = Problems()
     read = read_nodes([as_dict(n) for n in nodes], config, problems)
-    queues = [as_dict(q) for q in cluster_queues]
-    kueue = read_kueue(queues, [as_dict(q) for q in local_queues], [as_dict(f) for f in resource_flavors],
+    cluster_queue_docs = [as_dict(q) for q in cluster_queues]
+    kueue = read_kueue(cluster_queue_docs, [as_dict(q) for q in local_queues], [as_dict(f) for f in resource_flavors],
                        [as_dict(c) for c in cohorts], [as_dict(c) for c in workload_priority_classes], config,
-                       problems) if queues else None
+                       problems) if cluster_queue_docs else None
+    groups, volcano_queues = [as_dict(g) for g in pod_groups], [as_dict(q) for q in queues]
+    volcano = None
+    if groups or volcano_queues:
+        if kueue is not None:
+            problems.add("Queue", "", "exclusive", "give Kueue's objects or Volcano's, not both")
+        volcano = read_volcano(groups, volcano_queues, totals_of(read.nodes), config, problems)
     pods_read = read_pods([as_dict(p) for p in pods], config, read, [as_dict(c) for c in priority_classes], now,
-                          problems, kueue)
+                          problems, kueue, volcano)
     problems.raise_if_any()
     assert read.topology is not None  # a node was read, else a problem was raised
     node_refs = [read.ref_of[n.id] for n in read.nodes]
     running_refs = [pods_read.job_ref[r.job.id] for r in pods_read.running]
     tenant_names = sorted({j.tenant for j in pods_read.jobs} | {r.job.tenant for r in pods_read.running})
     extra: dict[str, Any] = {}
-    if kueue is None:
-        tenants: list[Any] = [Tenant(name=name, preemption=config.preemption) for name in tenant_names]
+    if volcano is not None and volcano.tenants:
+        tenants: list[Any] = list(volcano.tenants)
+        tenant_refs = [volcano.refs[t["name"]] for t in volcano.tenants]
+        extra = {"resource_flavors": volcano.resource_flavors, "cohorts": volcano.cohorts}
+        given = {t["name"] for t in tenants}
+        for job in [*pods_read.jobs, *(r.job for r in pods_read.running)]:
+            if job.tenant not in given:
+                problems.add(pods_read.job_ref.get(job.id, job.id), "metadata.annotations", "unknown_reference",
+                             f"Queue {job.tenant!r} was not given")
+                given.add(job.tenant)
+    elif kueue is None:
+        tenants = [Tenant(name=name, preemption=config.preemption) for name in tenant_names]
         tenant_refs = [f"Tenant/{name}" for name in tenant_names]
     else:
         tenants = list(kueue.tenants) + ([{"name": UNMANAGED}] if UNMANAGED in tenant_names else [])
@@ -110,4 +128,5 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     except InputError as exc:
         raise translate(exc, queue_names) from None
     return Snapshot(cluster=cluster, queue=queue, replica_pod=pods_read.replica_pod, job_pods=pods_read.job_pods,
-                    held=held, ignored=kueue.ignored if kueue is not None else [])
+                    held=held, ignored=(kueue.ignored if kueue is not None else []) +
+                    (volcano.ignored if volcano is not None else []) + pods_read.ignored)

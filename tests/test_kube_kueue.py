@@ -169,3 +169,69 @@ def test_a_quota_naming_an_unknown_flavor_is_refused_with_the_cluster_queue() ->
         snapshot(nodes(1), [queued("w", "team-a", "main", cpu="1")], cluster_queues=m["ClusterQueue"],
                  local_queues=[local_queue("team-a", "main", "team-a-cq")], config=CONFIG, now=NOW)
     assert any(i.path.startswith("ClusterQueue/team-a-cq") for i in err.value.problems), err.value.problems
+
+
+def test_kueue_topology_annotations_keep_a_gang_in_one_domain() -> None:
+    """`kueue.x-k8s.io/podset-required-topology: <rack label>` on a pod group: the job is required to
+    fit one rack; `preferred` asks for as few as possible; `kubernetes.io/hostname` is one node."""
+    from tests.test_kube_adapter import CONFIG as FABRIC
+    from tests.test_kube_adapter import RACK
+
+    racks = [API.sanitize_for_serialization(gpu_node(f"gpu-{i}", rack=f"r{i // 4}")) for i in range(8)]
+    busy = [queued(f"busy-{i}", "team-a", None, gpus=8, node=f"gpu-{i}") for i in (0, 1, 4)]  # 2 free in r0, 3 in r1
+    gang = [queued(f"w{k}", "team-a", None, gpus=8, labels={"kueue.x-k8s.io/pod-group-name": "g"},
+                   annotations={"kueue.x-k8s.io/podset-required-topology": RACK}) for k in range(3)]
+    snap = snapshot(racks, busy + gang, config=FABRIC, now=NOW)
+    [job] = snap.queue.jobs
+    assert job.topology is not None and (job.topology.level, job.topology.mode) == (RACK, "required")
+    for solver in ("best-fit", "kueue", "cpsat"):
+        plan = solve(snap.cluster, snap.queue, solver=solver, time_limit=2.0)
+        assert check(snap.cluster, snap.queue, plan) == []
+        assert {p.node for p in plan.placements} == {"gpu-5", "gpu-6", "gpu-7"}, solver  # the rack with 3 free
+    preferred = [queued("p", "team-a", None, gpus=1, annotations={
+        "kueue.x-k8s.io/podset-preferred-topology": "kubernetes.io/hostname"})]
+    [job] = snapshot(racks, preferred, config=FABRIC, now=NOW).queue.jobs
+    assert job.topology is not None and (job.topology.level, job.topology.mode) == ("node", "preferred")
+    unknown = [queued("u", "team-a", None, gpus=1, annotations={
+        "kueue.x-k8s.io/podset-required-topology": "example.com/no-such-level"})]
+    with pytest.raises(InputError) as err:
+        snapshot(racks, unknown, config=FABRIC, now=NOW)
+    assert [i.path for i in err.value.problems] == [
+        "Pod/team-a/u.metadata.annotations.kueue.x-k8s.io/podset-required-topology"]
+
+
+def test_admissions_say_the_flavor_of_each_resource_and_the_topology_assignment() -> None:
+    """Two flavors of one GPU model (reserved, spot) with separate quotas: the plan's admissions
+    name, per pod set, the flavor whose nodes it got, its usage, and the nodes as Kueue's
+    topologyAssignment (levels: the fabric labels, then the hostname)."""
+    from tests.test_kube_adapter import BLOCK, HOST, RACK
+    from tests.test_kube_adapter import CONFIG as FABRIC
+
+    nodes_ = []
+    for i in range(4):
+        node = API.sanitize_for_serialization(gpu_node(f"gpu-{i}", rack=f"r{i // 2}"))
+        node["metadata"]["labels"]["pool"] = "reserved" if i < 2 else "spot"
+        nodes_.append(node)
+    flavors = [{"kind": "ResourceFlavor", "metadata": {"name": f}, "spec": {"nodeLabels": {"pool": f}}}
+               for f in ("reserved", "spot")]
+    cq = {"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {"resourceGroups": [{"flavors": [
+        {"name": "reserved", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]},
+        {"name": "spot", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}]}]}}
+    pods = [queued("a", "team-a", "main", gpus=8, cpu="16", memory="64Gi", priority=10)]
+    pods += [queued(f"b{k}", "team-a", "main", gpus=8, cpu="16", memory="64Gi", priority=5,
+                    labels={"kueue.x-k8s.io/pod-group-name": "b"}) for k in range(2)]
+    snap = snapshot(nodes_, pods, cluster_queues=[cq], resource_flavors=flavors,
+                    local_queues=[local_queue("team-a", "main", "cq")], config=FABRIC, now=NOW)
+    plan = solve(snap.cluster, snap.queue, solver="kueue", time_limit=2.0)
+    assert check(snap.cluster, snap.queue, plan) == []
+    by_job = {a["job"]: a for a in actions(plan, snap).admissions}
+    assert set(by_job) == {"team-a/a", "team-a/b"}
+    [a] = by_job["team-a/a"]["podSetAssignments"]
+    [b] = by_job["team-a/b"]["podSetAssignments"]
+    assert by_job["team-a/a"]["clusterQueue"] == "cq" and by_job["team-a/b"]["pods"] == ["b0", "b1"]
+    assert (a["flavors"], b["flavors"]) == ({"nvidia.com/gpu": "reserved"}, {"nvidia.com/gpu": "spot"})
+    assert b["count"] == 2 and b["resourceUsage"] == {"cpu": "32", "memory": "131072Mi", "nvidia.com/gpu": "16"}
+    assert b["topologyAssignment"]["levels"] == [BLOCK, RACK, HOST]
+    assert sorted(tuple(d["values"]) for d in b["topologyAssignment"]["domains"]) == [
+        ("b1", "r1", "gpu-2"), ("b1", "r1", "gpu-3")]
+    assert all(d["count"] == 1 for d in b["topologyAssignment"]["domains"])

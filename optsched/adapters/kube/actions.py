@@ -12,6 +12,9 @@
   (reason `Unschedulable`) kube-scheduler writes, its message the plan's reason and detail: the
   answer to "why is my workload pending".
 
+- **Admissions**: per placed job, Kueue's admission shape (flavor per resource, usage, topology
+  assignment per pod set: `optsched.adapters.kube.admissions`), for a Kueue admission hook.
+
 Order: evictions first; bind once the evicted pods are gone (their room is what the plan used).
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from optsched.adapters.kube.admissions import admissions
 from optsched.adapters.kube.config import DEVICES_ANNOTATION
 from optsched.adapters.kube.pods import PodRef
 from optsched.adapters.kube.snapshot import Snapshot
@@ -59,6 +63,8 @@ class Actions:
     """`V1Binding` objects, gang members of one job together."""
     evictions: list[PodEviction] = field(default_factory=list)
     pending: list[PodPending] = field(default_factory=list)
+    admissions: list[dict[str, Any]] = field(default_factory=list)
+    """Kueue-style admissions of the placed jobs (`optsched.adapters.kube.admissions`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The actions as JSON-ready API dicts (camelCase, as `kubectl` shows them)."""
@@ -72,6 +78,7 @@ class Actions:
                           for e in self.evictions],
             "pending": [{"namespace": p.pod.namespace, "name": p.pod.name, "reason": p.reason,
                          "condition": api.sanitize_for_serialization(p.condition)} for p in self.pending],
+            "admissions": self.admissions,
         }
 
 
@@ -126,4 +133,5 @@ def actions(plan: Plan, snap: Snapshot) -> Actions:
             out.pending.append(PodPending(pod=pod, reason=reason, condition=cond))
     if issues:
         raise InputError(issues)
+    out.admissions = admissions(plan, snap)
     return out

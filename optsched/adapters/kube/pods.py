@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from optsched.adapters.kube.config import DEVICES_ANNOTATION, PREEMPTIBLE_ANNOTATION, KubeConfig
+from optsched.adapters.kube.config import DEVICES_ANNOTATION, HOSTNAME_LABEL, PREEMPTIBLE_ANNOTATION, KubeConfig
 from optsched.adapters.kube.kueue import PRIORITY_LABEL, QUEUE_LABEL, UNMANAGED, KueueRead
 from optsched.adapters.kube.nodes import NodesRead
 from optsched.adapters.kube.objects import (
@@ -50,6 +50,9 @@ from optsched.model.base import PRIORITY_RANGE
 from optsched.model.cluster import RunningJob
 from optsched.model.queue import Job
 
+TAS_ANNOTATIONS = (("kueue.x-k8s.io/podset-required-topology", "required"),
+                   ("kueue.x-k8s.io/podset-preferred-topology", "preferred"))
+"""Kueue's Topology Aware Scheduling annotations (a node label key naming a level) and their mode."""
 KUEUE_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 """Kueue's annotation on a pod group's pods: how many pods the group has in all."""
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -85,6 +88,8 @@ class PodRead:
     devices: list[int] | None
     preemptible: bool
     total_count: int | None
+    topology: dict[str, str] | None = None
+    """The job's topology wish from Kueue's TAS annotations (`{"level": ..., "mode": ...}`)."""
 
 
 @dataclass
@@ -345,7 +350,28 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
         node=node, devices=_devices(annotations, ref, problems),
         preemptible=evictable,
         total_count=int(total) if total is not None and total.isdigit() else None,
+        topology=_topology_wish(annotations, config, ref, problems),
     )
+
+
+def _topology_wish(annotations: dict[str, str], config: KubeConfig, ref: str,
+                   problems: Problems) -> dict[str, str] | None:
+    """Kueue's `podset-required-topology` / `podset-preferred-topology` (a level's node label key;
+    `kubernetes.io/hostname` is one node) as the job's topology wish."""
+    for key, mode in TAS_ANNOTATIONS:
+        label = annotations.get(key)
+        if label is None:
+            continue
+        if label == HOSTNAME_LABEL:
+            return {"level": "node", "mode": mode}
+        level = next((t.level for t in config.topology if t.label == label), None)
+        if level is None:
+            problems.add(ref, f"metadata.annotations.{key}", "unknown_reference",
+                         f"{label!r} is not the label of a KubeConfig.topology level "
+                         f"({', '.join(t.label for t in config.topology) or 'none configured'})")
+            return None
+        return {"level": level, "mode": mode}
+    return None
 
 
 def _task_groups(pods: list[PodRead]) -> list[tuple[str, dict[str, Any], list[PodRead]]]:
@@ -369,13 +395,14 @@ def _job_doc(job_id: str, pods: list[PodRead], groups: list[tuple[str, dict[str,
              problems: Problems) -> dict[str, Any]:
     first = pods[0]
     for p in pods[1:]:
-        for attr in ("tenant", "priority"):
+        for attr in ("tenant", "priority", "topology"):
             if getattr(p, attr) != getattr(first, attr):
                 problems.add(str(p.pod), "metadata", "inconsistent_group",
                              f"{attr} {getattr(p, attr)!r} differs from {getattr(first, attr)!r} of {first.pod} "
                              f"in the same job {job_id!r}")
+    topology = {"topology": first.topology} if first.topology is not None else {}
     return {
-        "id": job_id, "tenant": first.tenant, "priority": first.priority,
+        **topology, "id": job_id, "tenant": first.tenant, "priority": first.priority,
         "submitted_at": min(p.created for p in pods),
         "groups": [{"name": name, "replicas": {"min": len(members), "max": len(members)}, **doc}
                    for name, doc, members in groups],
@@ -472,6 +499,7 @@ def _running_job(key: str, pods: list[PodRead], nodes: NodesRead, taken: dict[st
                  out: PodsRead, problems: Problems) -> None:
     groups = _task_groups(pods)
     doc = _job_doc(key, pods, groups, problems)
+    doc.pop("topology", None)  # where it runs is a fact of the cluster, not a wish to check again
     doc["preemptible"] = all(p.preemptible for p in pods)
     placements = []
     for name, group, members in groups:

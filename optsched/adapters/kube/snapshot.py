@@ -33,6 +33,10 @@ class Snapshot:
     """Pending pods not offered to the solver, with the reason they stay pending."""
     ignored: list[str] = field(default_factory=list)
     """Fields of the objects given that are not modelled (`Kind/name.field: why`)."""
+    config: KubeConfig = field(default_factory=KubeConfig)
+    """The configuration it was read with."""
+    accelerator_of: dict[str, str] = field(default_factory=dict)
+    """Node name -> the extended resource its devices are counted in (`nvidia.com/gpu`, ...)."""
 
 
 def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any] = (), *,
@@ -127,6 +131,6 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
         validate_queue(queue, cluster)
     except InputError as exc:
         raise translate(exc, queue_names) from None
+    ignored = (kueue.ignored if kueue is not None else []) + (volcano.ignored if volcano is not None else [])
     return Snapshot(cluster=cluster, queue=queue, replica_pod=pods_read.replica_pod, job_pods=pods_read.job_pods,
-                    held=held, ignored=(kueue.ignored if kueue is not None else []) +
-                    (volcano.ignored if volcano is not None else []) + pods_read.ignored)
+                    held=held, config=config, accelerator_of=read.accelerator_of, ignored=ignored + pods_read.ignored)

@@ -235,3 +235,63 @@ def test_admissions_say_the_flavor_of_each_resource_and_the_topology_assignment(
     assert sorted(tuple(d["values"]) for d in b["topologyAssignment"]["domains"]) == [
         ("b1", "r1", "gpu-2"), ("b1", "r1", "gpu-3")]
     assert all(d["count"] == 1 for d in b["topologyAssignment"]["domains"])
+
+
+def _workload_setup(nominal_cpu: str) -> dict[str, Any]:
+    flavor = {"kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}}
+    cq = {"kind": "ClusterQueue", "metadata": {"name": "team-a-cq"}, "spec": {"resourceGroups": [{"flavors": [
+        {"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": nominal_cpu}]}]}]}}
+    return {"cluster_queues": [cq], "resource_flavors": [flavor],
+            "local_queues": [local_queue("team-a", "team-a-queue", "team-a-cq")]}
+
+
+def test_a_pending_workload_without_pods_is_a_job_admitted_by_its_admission() -> None:
+    """workload.md's Workload (3 pods of 1 CPU, 200Mi): one gang job; the plan admits it through an
+    admission (no Binding: its pods do not exist); with 2 CPUs of quota it waits, said of the Workload."""
+    [workload] = manifests("kueue-workload.yaml")["Workload"]
+    snap = snapshot(nodes(2), [], workloads=[workload], **_workload_setup("9"), config=CONFIG, now=NOW)
+    [job] = snap.queue.jobs
+    assert (job.id, job.tenant, [(g.name, g.replicas.min, g.replicas.max) for g in job.groups]) == (
+        "team-a/sample-job", "team-a-cq", [("main", 3, 3)])
+    assert job.groups[0].request.cpu == 1000.0 and job.groups[0].request.memory == 200.0
+    plan = solve(snap.cluster, snap.queue, solver="kueue", time_limit=2.0)
+    assert check(snap.cluster, snap.queue, plan) == [] and len(plan.placements) == 3
+    todo = actions(plan, snap)
+    assert todo.bindings == [] and todo.pending == [] and todo.workloads == []
+    [admission] = todo.admissions
+    assert admission["workload"] == {"namespace": "team-a", "name": "sample-job"} and admission["pods"] == []
+    assert admission["podSetAssignments"][0]["count"] == 3
+    assert admission["podSetAssignments"][0]["flavors"] == {"cpu": "default-flavor"}
+
+    snap = snapshot(nodes(2), [], workloads=[workload], **_workload_setup("2"), config=CONFIG, now=NOW)
+    plan = solve(snap.cluster, snap.queue, solver="kueue", time_limit=2.0)
+    todo = actions(plan, snap)
+    assert plan.placements == [] and todo.pending == []
+    assert [(w["name"], w["reason"]) for w in todo.workloads] == [("sample-job", "quota")]
+
+
+def test_workload_min_count_topology_and_what_is_not_read() -> None:
+    [workload] = manifests("kueue-workload.yaml")["Workload"]
+    partial = {**workload, "spec": {**workload["spec"], "podSets": [
+        {**workload["spec"]["podSets"][0], "minCount": 1,
+         "topologyRequest": {"required": "cloud.provider.com/topology-rack"}}]}}
+    from tests.test_kube_adapter import CONFIG as FABRIC
+
+    snap = snapshot(nodes(2), [], workloads=[partial], **_workload_setup("2"), config=FABRIC, now=NOW)
+    [job] = snap.queue.jobs
+    assert (job.groups[0].replicas.min, job.groups[0].replicas.max) == (1, 3)
+    assert job.topology is not None and job.topology.mode == "required"
+    plan = solve(snap.cluster, snap.queue, solver="kueue", time_limit=2.0)
+    assert check(snap.cluster, snap.queue, plan) == [] and len(plan.placements) == 2  # partial admission: 2 CPUs
+    admitted = {**workload, "metadata": {**workload["metadata"], "name": "admitted"},
+                "status": {"admission": {"clusterQueue": "team-a-cq"}}}
+    inactive = {**workload, "metadata": {**workload["metadata"], "name": "inactive"},
+                "spec": {**workload["spec"], "active": False}}
+    of_pods = {**workload, "metadata": {**workload["metadata"], "name": "pods",
+                                        "ownerReferences": [{"kind": "Pod", "name": "p", "apiVersion": "v1"}]}}
+    snap = snapshot(nodes(1), [], workloads=[admitted, inactive, of_pods], **_workload_setup("9"), config=CONFIG,
+                    now=NOW)
+    assert snap.queue.jobs == []
+    with pytest.raises(InputError) as err:
+        snapshot(nodes(1), [], workloads=[workload], config=CONFIG, now=NOW)
+    assert err.value.problems[0].rule == "requires"

@@ -341,7 +341,8 @@ def _round(svc: Service, req: RoundRequest) -> JSONResponse:
         try:
             snap = snapshot(k.nodes, k.pods, k.priority_classes, cluster_queues=k.cluster_queues,
                             local_queues=k.local_queues, resource_flavors=k.resource_flavors, cohorts=k.cohorts,
-                            workload_priority_classes=k.workload_priority_classes, pod_groups=k.pod_groups,
+                            workload_priority_classes=k.workload_priority_classes, workloads=k.workloads,
+                            pod_groups=k.pod_groups,
                             queues=k.queues, config=config, now=k.now)
         except InputError as exc:
             raise prefixed(exc, "kubernetes") from None

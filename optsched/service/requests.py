@@ -39,6 +39,8 @@ class KubernetesObjects(Frozen):
     resource_flavors: list[dict[str, Any]] = Field(default_factory=list)
     cohorts: list[dict[str, Any]] = Field(default_factory=list)
     workload_priority_classes: list[dict[str, Any]] = Field(default_factory=list)
+    workloads: list[dict[str, Any]] = Field(default_factory=list)
+    """Kueue Workloads (pending ones whose pods do not exist yet are read as jobs)."""
     pod_groups: list[dict[str, Any]] = Field(default_factory=list)
     """Volcano PodGroups (gang sizes, queue, priority)."""
     queues: list[dict[str, Any]] = Field(default_factory=list)
@@ -80,6 +82,8 @@ class StateListing(Frozen):
     resource_flavors: list[dict[str, Any]] = Field(default_factory=list)
     cohorts: list[dict[str, Any]] = Field(default_factory=list)
     workload_priority_classes: list[dict[str, Any]] = Field(default_factory=list)
+    workloads: list[dict[str, Any]] = Field(default_factory=list)
+    """Kueue Workloads (pending ones whose pods do not exist yet are read as jobs)."""
     pod_groups: list[dict[str, Any]] = Field(default_factory=list)
     """Volcano PodGroups (gang sizes, queue, priority)."""
     queues: list[dict[str, Any]] = Field(default_factory=list)

@@ -149,7 +149,8 @@ class RoundRunner:
                 snap = snapshot(o["nodes"], o["pods"], o["priority_classes"], cluster_queues=o["cluster_queues"],
                                 local_queues=o["local_queues"], resource_flavors=o["resource_flavors"],
                                 cohorts=o["cohorts"], workload_priority_classes=o["workload_priority_classes"],
-                                pod_groups=o["pod_groups"], queues=o["queues"], config=s.kube)
+                                workloads=o["workloads"], pod_groups=o["pod_groups"], queues=o["queues"],
+                                config=s.kube)
                 snapshot_s = time.perf_counter() - start
                 p = compile_problem(snap.cluster, snap.queue, validate=False)
                 previous = self.current.plan if self.current is not None else None

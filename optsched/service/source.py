@@ -33,7 +33,8 @@ KUEUE_KINDS = (("cluster_queues", "clusterqueues", ("v1beta2", "v1beta1")),
                ("local_queues", "localqueues", ("v1beta2", "v1beta1")),
                ("resource_flavors", "resourceflavors", ("v1beta2", "v1beta1")),
                ("cohorts", "cohorts", ("v1beta2", "v1alpha1")),
-               ("workload_priority_classes", "workloadpriorityclasses", ("v1beta2", "v1beta1")))
+               ("workload_priority_classes", "workloadpriorityclasses", ("v1beta2", "v1beta1")),
+               ("workloads", "workloads", ("v1beta2", "v1beta1")))
 """(listing field, plural, versions tried in order) of Kueue's objects."""
 VOLCANO_GROUP = "scheduling.volcano.sh"
 VOLCANO_KINDS = (("pod_groups", "podgroups", ("v1beta1",)), ("queues", "queues", ("v1beta1",)))

@@ -1,6 +1,6 @@
 """The cluster as the service knows it between rounds: Kubernetes objects (Nodes, Pods,
 PriorityClasses, Kueue's ClusterQueues, LocalQueues, ResourceFlavors, Cohorts and
-WorkloadPriorityClasses, Volcano's PodGroups and Queues), kept up to date.
+WorkloadPriorityClasses and Workloads, Volcano's PodGroups and Queues), kept up to date.
 
 The state holds the API objects (as API dicts) by identity, and takes changes three ways: a whole
 listing (`replace`: what a poll of the API server returns, or `PUT /v1/state`), watch events
@@ -29,10 +29,11 @@ from optsched.errors import InputError, InputIssue
 
 FIELDS = {"Node": "nodes", "Pod": "pods", "PriorityClass": "priority_classes", "ClusterQueue": "cluster_queues",
           "LocalQueue": "local_queues", "ResourceFlavor": "resource_flavors", "Cohort": "cohorts",
-          "WorkloadPriorityClass": "workload_priority_classes", "PodGroup": "pod_groups", "Queue": "queues"}
+          "WorkloadPriorityClass": "workload_priority_classes", "Workload": "workloads", "PodGroup": "pod_groups",
+          "Queue": "queues"}
 """The object kinds the state holds -> the listing field (and `snapshot` argument) that carries them."""
 KINDS = tuple(FIELDS)
-NAMESPACED = ("Pod", "LocalQueue", "PodGroup")
+NAMESPACED = ("Pod", "LocalQueue", "Workload", "PodGroup")
 """Kinds whose identity is (namespace, name)."""
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
 """Watch event types (BOOKMARK events carry no object change and are skipped)."""

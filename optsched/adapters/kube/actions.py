@@ -65,6 +65,8 @@ class Actions:
     pending: list[PodPending] = field(default_factory=list)
     admissions: list[dict[str, Any]] = field(default_factory=list)
     """Kueue-style admissions of the placed jobs (`optsched.adapters.kube.admissions`)."""
+    workloads: list[dict[str, str]] = field(default_factory=list)
+    """Kueue Workloads (read without pods) left pending: namespace, name, reason, message."""
 
     def to_dict(self) -> dict[str, Any]:
         """The actions as JSON-ready API dicts (camelCase, as `kubectl` shows them)."""
@@ -79,6 +81,7 @@ class Actions:
             "pending": [{"namespace": p.pod.namespace, "name": p.pod.name, "reason": p.reason,
                          "condition": api.sanitize_for_serialization(p.condition)} for p in self.pending],
             "admissions": self.admissions,
+            "workloads": self.workloads,
         }
 
 
@@ -97,6 +100,8 @@ def actions(plan: Plan, snap: Snapshot) -> Actions:
             issues.append(InputIssue(f"placements[{i}]", "unknown_reference",
                                      f"no pod is replica {pl.replica} of {pl.job}/{pl.group}"))
             continue
+        if pl.job in snap.workloads:
+            continue  # a Workload is admitted, not bound: its admission says where (out.admissions)
         if "/new-" in pl.node:
             issues.append(InputIssue(f"placements[{i}].node", "unsupported",
                                      f"{pl.node} is a node to provision; a Binding needs an existing Node"))
@@ -121,12 +126,23 @@ def actions(plan: Plan, snap: Snapshot) -> Actions:
                                                      for d in plan.deferred]
     bound = {(b.metadata.namespace, b.metadata.name) for b in out.bindings}
     for job in dict.fromkeys(pl.job for pl in plan.placements):  # an elastic job's pods beyond what is placed
+        if job in snap.workloads:
+            continue  # its admission carries the count
         pods = snap.job_pods.get(job, [])
         left = [p for p in pods if (p.namespace, p.name) not in bound]
         if left:
             waiting.append((left, "capacity", f"the plan places {len(pods) - len(left)} of the job's {len(pods)} pods"))
     waiting += [(h.pods, h.reason, h.detail) for h in snap.held]
+    told: set[str] = set()
     for pods, reason, detail in waiting:
+        for job_id in dict.fromkeys(snap.workload_of_pod[(p.namespace, p.name)] for p in pods
+                                    if (p.namespace, p.name) in snap.workload_of_pod):
+            if job_id not in told:  # a Workload has no pods to tell: say it of the Workload
+                told.add(job_id)
+                namespace, name = snap.workloads[job_id]
+                out.workloads.append({"namespace": namespace, "name": name, "reason": reason,
+                                      "message": f"{SCHEDULER}: {reason}" + (f": {detail}" if detail else "")})
+        pods = [p for p in pods if (p.namespace, p.name) not in snap.workload_of_pod]
         for pod in pods:
             cond = V1PodCondition(type="PodScheduled", status="False", reason="Unschedulable",
                                   message=f"{SCHEDULER}: {reason}" + (f": {detail}" if detail else ""))

@@ -1,9 +1,10 @@
 """A Plan -> Kueue-style admissions: per admitted job and pod set, the flavor of each resource, the
 quota it uses, and the topology assignment (the shapes of Kueue's `Workload.status.admission`).
 
-For each job the plan places, one admission:
+For each job the plan places, one admission (`workload`: the Kueue Workload it was read from,
+when it was read from one rather than from pods):
 
-    {"job": "team-a/train", "clusterQueue": "team-a-cq", "pods": ["train-0", ...],
+    {"job": "team-a/train", "clusterQueue": "team-a-cq", "pods": ["train-0", ...], "workload": None,
      "podSetAssignments": [{"name": "worker", "count": 4,
                             "flavors": {"nvidia.com/gpu": "reserved", "cpu": "reserved"},
                             "resourceUsage": {"nvidia.com/gpu": "32", "cpu": "96", "memory": "1Ti"},
@@ -106,6 +107,9 @@ def admissions(plan: Plan, snap: Snapshot) -> list[dict[str, Any]]:
                 "topologyAssignment": {"levels": levels, "domains": [
                     {"values": [labels[n].get(level, n if level == HOSTNAME_LABEL else "") for level in levels],
                      "count": c} for n, c in counts.items()]}})
-        out.append({"job": job_id, "clusterQueue": job.tenant,
-                    "pods": [p.name for p in snap.job_pods.get(job_id, [])], "podSetAssignments": pod_sets})
+        workload = snap.workloads.get(job_id)
+        pods = [] if workload is not None else [p.name for p in snap.job_pods.get(job_id, [])]
+        out.append({"job": job_id, "clusterQueue": job.tenant, "pods": pods,
+                    "workload": None if workload is None else {"namespace": workload[0], "name": workload[1]},
+                    "podSetAssignments": pod_sets})
     return out

@@ -22,6 +22,9 @@ DEVICES_ANNOTATION = "optsched.io/devices"
 A Binding cannot name devices; the API server copies a Binding's annotations onto its pod, so a
 bound pod carries it, and the next snapshot reads its devices back from it."""
 
+ROLE_ANNOTATION = "optsched.io/role"
+"""Pod annotation naming its task group within its job; before `KubeConfig.role_keys`."""
+
 PREEMPTIBLE_ANNOTATION = "optsched.io/preemptible"
 """Pod annotation `"true"` / `"false"`: whether a plan may evict the running pod (overrides
 `KubeConfig.running_preemptible`)."""

@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from optsched.adapters.kube.config import DEVICES_ANNOTATION, HOSTNAME_LABEL, PREEMPTIBLE_ANNOTATION, KubeConfig
+from optsched.adapters.kube.config import (
+    DEVICES_ANNOTATION,
+    HOSTNAME_LABEL,
+    PREEMPTIBLE_ANNOTATION,
+    ROLE_ANNOTATION,
+    KubeConfig,
+)
 from optsched.adapters.kube.kueue import PRIORITY_LABEL, QUEUE_LABEL, UNMANAGED, KueueRead
 from optsched.adapters.kube.nodes import NodesRead
 from optsched.adapters.kube.objects import (
@@ -343,7 +349,7 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
     return PodRead(
         pod=PodRef(namespace, name, get(obj, "metadata.uid", str, ref, problems)),
         job_key=f"{namespace}/{group_value or name}", grouped=group_value is not None,
-        role=first_key(config.role_keys, labels, annotations), group=group,
+        role=annotations.get(ROLE_ANNOTATION) or first_key(config.role_keys, labels, annotations), group=group,
         tenant=tenant, priority=priority,
         created=timestamp(raw(obj, "metadata.creationTimestamp"), ref, "metadata.creationTimestamp", problems) or 0.0,
         started=timestamp(raw(obj, "status.startTime"), ref, "status.startTime", problems),
@@ -411,10 +417,12 @@ def _job_doc(job_id: str, pods: list[PodRead], groups: list[tuple[str, dict[str,
 
 def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRead,
               priority_classes: list[dict[str, Any]], now: float, problems: Problems,
-              kueue: KueueRead | None = None, volcano: VolcanoRead | None = None) -> PodsRead:
+              kueue: KueueRead | None = None, volcano: VolcanoRead | None = None,
+              minimums: dict[str, dict[str, int]] | None = None) -> PodsRead:
     """Read every pod into queued and running jobs; problems are recorded, not raised. With
     Kueue's objects, pending pods in no LocalQueue are held (Kueue does not admit them); with
-    Volcano's PodGroups, a group admits from its `minMember` pods to all of them."""
+    Volcano's PodGroups, a group admits from its `minMember` pods to all of them; `minimums` (job
+    key -> group -> fewest replicas: a Workload's `minCount`) lowers a group's minimum."""
     classes = priority_values(priority_classes, problems)
     pods = [p for obj in objects if (p := read_pod(obj, config, nodes, classes, problems, kueue, volcano)) is not None]
     seen: set[tuple[str, str]] = set()
@@ -447,6 +455,9 @@ def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRea
             doc = _job_doc(job_id, pending, groups, problems)
             if volcano is not None and members[0].grouped:
                 _pod_group_minimum(doc, key, groups, len(running), volcano, out, problems)
+            for g in doc["groups"]:
+                if minimums and g["name"] in minimums.get(key, {}):
+                    g["replicas"]["min"] = minimums[key][g["name"]]
             job = problems.build(Job, doc, str(pending[0].pod), "spec")
             if job is None:
                 continue

@@ -13,6 +13,7 @@ from optsched.adapters.kube.nodes import read_nodes
 from optsched.adapters.kube.objects import Problems, as_dict, translate
 from optsched.adapters.kube.pods import Held, PodRef, read_pods
 from optsched.adapters.kube.volcano import read_volcano, totals_of
+from optsched.adapters.kube.workloads import workload_pods
 from optsched.errors import InputError
 from optsched.model.cluster import Cluster, Tenant
 from optsched.model.queue import Queue
@@ -37,18 +38,24 @@ class Snapshot:
     """The configuration it was read with."""
     accelerator_of: dict[str, str] = field(default_factory=dict)
     """Node name -> the extended resource its devices are counted in (`nvidia.com/gpu`, ...)."""
+    workloads: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Job id -> (namespace, name) of the Kueue Workload it was read from (it has no pods)."""
+    workload_of_pod: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(namespace, name) of a pod read from a Workload's pod set (it does not exist) -> its job id."""
 
 
 def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any] = (), *,
              cluster_queues: Iterable[Any] = (), local_queues: Iterable[Any] = (),
              resource_flavors: Iterable[Any] = (), cohorts: Iterable[Any] = (),
-             workload_priority_classes: Iterable[Any] = (), pod_groups: Iterable[Any] = (),
+             workload_priority_classes: Iterable[Any] = (), workloads: Iterable[Any] = (),
+             pod_groups: Iterable[Any] = (),
              queues: Iterable[Any] = (), config: KubeConfig | None = None, now: float | None = None) -> Snapshot:
     """Read Nodes, Pods and PriorityClasses (client models or API dicts) into a round; with
     Kueue's ClusterQueues (and LocalQueues, ResourceFlavors, Cohorts, WorkloadPriorityClasses:
     API dicts, as `CustomObjectsApi` lists them), its tenants, quotas and cohorts too
-    (`optsched.adapters.kube.kueue`); or with Volcano's PodGroups and Queues, its gang sizes and
-    queues (`optsched.adapters.kube.volcano`).
+    (`optsched.adapters.kube.kueue`), and pending Workloads whose pods do not exist yet as jobs
+    (`optsched.adapters.kube.workloads`); or with Volcano's PodGroups and Queues, its gang sizes
+    and queues (`optsched.adapters.kube.volcano`).
 
     `now` is the round's time, seconds since the epoch (default: the clock), the clock of pods'
     creation and start times. Raises one `InputError` listing every problem, each naming its
@@ -69,8 +76,18 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
         if kueue is not None:
             problems.add("Queue", "", "exclusive", "give Kueue's objects or Volcano's, not both")
         volcano = read_volcano(groups, volcano_queues, totals_of(read.nodes), config, problems)
-    pods_read = read_pods([as_dict(p) for p in pods], config, read, [as_dict(c) for c in priority_classes], now,
-                          problems, kueue, volcano)
+    pod_docs = [as_dict(p) for p in pods]
+    workload_jobs: dict[str, tuple[str, str]] = {}
+    minimums: dict[str, dict[str, int]] = {}
+    virtual_pods: list[dict[str, Any]] = []
+    workload_docs = [as_dict(w) for w in workloads]
+    if workload_docs:
+        if kueue is None:
+            problems.add("Workload", "", "requires", "Workloads need Kueue's ClusterQueues and LocalQueues")
+        virtual_pods, minimums, workload_jobs = workload_pods(workload_docs, problems)
+        pod_docs += virtual_pods
+    pods_read = read_pods(pod_docs, config, read, [as_dict(c) for c in priority_classes], now, problems, kueue,
+                          volcano, minimums)
     problems.raise_if_any()
     assert read.topology is not None  # a node was read, else a problem was raised
     node_refs = [read.ref_of[n.id] for n in read.nodes]
@@ -133,4 +150,8 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
         raise translate(exc, queue_names) from None
     ignored = (kueue.ignored if kueue is not None else []) + (volcano.ignored if volcano is not None else [])
     return Snapshot(cluster=cluster, queue=queue, replica_pod=pods_read.replica_pod, job_pods=pods_read.job_pods,
-                    held=held, config=config, accelerator_of=read.accelerator_of, ignored=ignored + pods_read.ignored)
+                    held=held, config=config, accelerator_of=read.accelerator_of, ignored=ignored + pods_read.ignored,
+                    workloads=workload_jobs, workload_of_pod={
+                        (p["metadata"]["namespace"], p["metadata"]["name"]):
+                        f'{p["metadata"]["namespace"]}/{p["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"]}'
+                        for p in virtual_pods})

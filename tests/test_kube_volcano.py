@@ -8,27 +8,17 @@ are the documentation's Volcano Jobs written as the pods and PodGroups its job c
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 pytest.importorskip("kubernetes")
 
 from optsched import InputError, check, solve
 from optsched.adapters.kube import KubeConfig, actions, snapshot
+from tests.test_kube_kueue import manifests
 
-DATA = Path(__file__).parent / "data" / "kube"
 NOW = 1_796_122_800.0
-
-
-def manifests(name: str) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for doc in yaml.safe_load_all((DATA / name).read_text()):
-        if doc:
-            out.setdefault(doc["kind"], []).append(doc)
-    return out
 
 
 def cpu_nodes(n: int, cpus: str = "2") -> list[dict[str, Any]]:

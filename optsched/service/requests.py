@@ -24,8 +24,9 @@ class NotJson(ValueError):
     """The body is not a UTF-8 JSON object (400, not 422)."""
 
 
-class KubernetesObjects(Frozen):
-    """A cluster as Kubernetes objects (API dicts: `kubectl get -o json` items)."""
+class StateListing(Frozen):
+    """A cluster as Kubernetes objects (API dicts: `kubectl get -o json` items); `PUT /v1/state`
+    replaces the state with one."""
 
     nodes: list[dict[str, Any]]
     """Node objects."""
@@ -45,6 +46,11 @@ class KubernetesObjects(Frozen):
     """Volcano PodGroups (gang sizes, queue, priority)."""
     queues: list[dict[str, Any]] = Field(default_factory=list)
     """Volcano Queues (tenants); give Kueue's objects or Volcano's, not both."""
+
+
+class KubernetesObjects(StateListing):
+    """`POST /v1/rounds`' objects: a listing, and how to read it."""
+
     config: dict[str, Any] | None = None
     """A `KubeConfig` (topology labels, accelerators, pod-group keys, ...); None: its defaults."""
     now: float | None = None
@@ -68,26 +74,6 @@ class RoundRequest(Frozen):
     """Seconds for the whole round, reading the documents included."""
     seed: int = 0
     """The solver's seed."""
-
-
-class StateListing(Frozen):
-    """`PUT /v1/state`: every Node, Pod and PriorityClass of the cluster, and Kueue's objects
-    (replaces the state)."""
-
-    nodes: list[dict[str, Any]]
-    pods: list[dict[str, Any]] = Field(default_factory=list)
-    priority_classes: list[dict[str, Any]] = Field(default_factory=list)
-    cluster_queues: list[dict[str, Any]] = Field(default_factory=list)
-    local_queues: list[dict[str, Any]] = Field(default_factory=list)
-    resource_flavors: list[dict[str, Any]] = Field(default_factory=list)
-    cohorts: list[dict[str, Any]] = Field(default_factory=list)
-    workload_priority_classes: list[dict[str, Any]] = Field(default_factory=list)
-    workloads: list[dict[str, Any]] = Field(default_factory=list)
-    """Kueue Workloads (pending ones whose pods do not exist yet are read as jobs)."""
-    pod_groups: list[dict[str, Any]] = Field(default_factory=list)
-    """Volcano PodGroups (gang sizes, queue, priority)."""
-    queues: list[dict[str, Any]] = Field(default_factory=list)
-    """Volcano Queues (tenants); give Kueue's objects or Volcano's, not both."""
 
 
 class StateEvents(Frozen):

@@ -4,7 +4,8 @@ Starts `optsched serve` as its own process on 127.0.0.1 (a free port), pushes a 
 cluster as Kubernetes objects (`PUT /v1/state`: 4 blocks x 10 racks x 32 nodes x 8 GPUs; 60% of
 the nodes run four-node gangs, a quarter of them preemptible at low priority; 608 pods wait, for
 4,416 GPUs where 4,096 are free: four-node and two-node gangs of 8-GPU pods and single-GPU pods),
-then measures, from client threads in this process over keep-alive HTTP/1.1 connections:
+then measures, from client threads in this process over keep-alive HTTP/1.1 connections, with the
+rounds in a worker process (the default) and in the server's own process (`--no-worker`):
 - state rounds (`POST /v1/state/round`: snapshot, compile, solve within the time limit, actions),
   and stateless rounds on the same objects in the body (`POST /v1/rounds`);
 - `filter` calls as kube-scheduler makes them with `nodeCacheCapable: true` (the pod and all
@@ -171,18 +172,25 @@ def main() -> None:
     nodes, pods = cluster()
     names = [n["metadata"]["name"] for n in nodes]
     pending = [p for p in pods if "nodeName" not in p["spec"]]
-    port = free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = Path(tmp) / "kube.json"
-        cfg.write_text(json.dumps(CONFIG))
-        server = subprocess.Popen([sys.executable, "-m", "optsched.cli", "serve", "--port", str(port),
-                                   "--kube-config", str(cfg), "--time-limit", str(args.time_limit),
-                                   "--solver", args.solver, "--interval", "3600", "--log-level", "warning"])
-        try:
-            rows, notes = run(port, nodes, pods, names, pending, args)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    rows: list[list[Any]] = []
+    notes: list[str] = []
+    for worker in (True, False):
+        port = free_port()
+        mode = "rounds in a worker process (default)" if worker else "rounds in the server process (--no-worker)"
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = Path(tmp) / "kube.json"
+            cfg.write_text(json.dumps(CONFIG))
+            server = subprocess.Popen([sys.executable, "-m", "optsched.cli", "serve", "--port", str(port),
+                                       "--kube-config", str(cfg), "--time-limit", str(args.time_limit),
+                                       "--solver", args.solver, "--interval", "3600", "--log-level", "warning",
+                                       "--worker" if worker else "--no-worker"])
+            try:
+                mode_rows, mode_notes = run(port, nodes, pods, names, pending, args)
+            finally:
+                server.terminate()
+                server.wait(timeout=60)
+        rows += [[f"{r[0]}; {mode}", *r[1:]] for r in mode_rows]
+        notes += [f"{mode}: {n}" for n in mode_notes]
     text = (f"# The scheduling service on loopback (benchmarks/service.py)\n\n"
             f"{dt.date.today()}, {machine()}; server `optsched serve` in its own process, clients in "
             f"another over keep-alive HTTP/1.1 on 127.0.0.1.\n\n"
@@ -190,7 +198,11 @@ def main() -> None:
             f"{len(pods):,} pods of which {len(pending)} wait; solver `{args.solver}`, time limit "
             f"{args.time_limit} s.\n\n"
             + table(["what", "n", "p50 (ms)", "p99 (ms)", "max (ms)", "per second", "non-200"], rows)
-            + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
+            + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+            + "- Extender calls are answered on the server's event loop from the published round. With "
+              "`--no-worker` a round runs in a thread of the same process and shares its GIL; with the worker "
+              "the round's snapshot and solve run in another process, and only handing the listing over and "
+              "the snapshot and plan back (pickled) holds the server's GIL.\n")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "service.md").write_text(text)
     print(text)
@@ -265,9 +277,6 @@ def run(port: int, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], name
                      len(lat) / wall, bad])
     metrics = c.call("GET", "/metrics")[2]
     notes.append(f"`GET /metrics` answered in {metrics * 1000:.1f} ms.")
-    notes.append("Extender calls are answered on the server's event loop from the published round; a round runs "
-                 "in a worker thread of the same process, so during rounds both share the GIL (the filter "
-                 "p99 rises with it).")
     return rows, notes
 
 

@@ -497,6 +497,9 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           in_cluster: Annotated[bool, typer.Option(help="list the cluster with the pod's service account")] = False,
           poll: Annotated[float, typer.Option(help="seconds between listings of the API server")] = 5.0,
           bind: Annotated[bool, typer.Option(help="answer the extender bind verb by creating Bindings")] = False,
+          worker: Annotated[bool, typer.Option(
+              help="solve state rounds in a worker process (extender calls keep their latency during rounds)")]
+          = True,
           log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info") -> None:
     """Serve rounds over HTTP, kube-scheduler's extender verbs and Prometheus metrics (needs the
     `server` extra; Kubernetes objects need the `k8s` extra too)."""
@@ -515,7 +518,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         kube = parse_document(KubeConfig, kube_config) if kube_config is not None else KubeConfig()
-        rounds = RoundSettings(solver=solver, time_limit=time_limit, kube=kube)
+        rounds = RoundSettings(solver=solver, time_limit=time_limit, kube=kube, process=worker)
     except InputError as exc:
         _fail_input(exc)
         return

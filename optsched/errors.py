@@ -39,3 +39,7 @@ class InputError(ValueError):
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{len(self.problems)} input problem(s):\n{lines}")
+
+    def __reduce__(self) -> tuple[type[InputError], tuple[list[InputIssue]]]:
+        """Pickled with its problems (a round solved in a worker process raises it back whole)."""
+        return (InputError, (self.problems,))

@@ -449,3 +449,24 @@ def test_volcano_objects_in_a_round_request_and_in_the_state() -> None:
         current = client.get("/v1/plan").json()
     assert {e["by"] for e in current["actions"]["evictions"]} == {"default/owner-requester"}
     assert len({e["name"].rsplit("-worker-", 1)[0] for e in current["actions"]["evictions"]}) == 1
+
+
+def test_rounds_solved_in_a_worker_process_answer_the_same_and_report_input_errors() -> None:
+    """`RoundSettings.process` (what `optsched serve` uses): the round runs in a spawned worker; its
+    plan is the in-process plan of the same listing (kueue is deterministic), and a listing that
+    breaks a rule comes back as the same field-path 422."""
+    nodes, pods = objects()
+    answers = []
+    for process in (False, True):
+        settings = RoundSettings(kube=CONFIG, time_limit=5.0, solver="kueue", process=process)
+        with TestClient(create_app(ServiceSettings(rounds=settings, loop=False))) as client:
+            client.put("/v1/state", json={"nodes": nodes, "pods": pods})
+            assert client.post("/v1/state/round").status_code == 200
+            plan = client.get("/v1/plan").json()["plan"]
+            answers.append(sorted((p["job"], p["group"], p["replica"], p["node"]) for p in plan["placements"]))
+            if process:
+                stray = API.sanitize_for_serialization(pod("stray", gpus=1, node="no-such-node")) | {"kind": "Pod"}
+                client.post("/v1/state/events", json={"events": [{"type": "ADDED", "object": stray}]})
+                r = client.post("/v1/state/round")
+                assert r.status_code == 422 and r.json()["detail"][0]["loc"] == "Pod/team-a/stray.spec.nodeName"
+    assert answers[0] == answers[1] and answers[0]

@@ -194,6 +194,7 @@ def create_app(settings: ServiceSettings | None = None, *, state: ClusterState |
             svc.loop.start()
         yield
         svc.loop.stop()
+        runner.close()
 
     app = FastAPI(title="optsched", version=__version__, lifespan=lifespan,
                   description="Rounds of optsched as a service, and kube-scheduler's extender verbs.")

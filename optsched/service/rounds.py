@@ -9,7 +9,9 @@ plan, never half of two.
 `RoundRunner.run` makes a round: it reads a listing of the state, snapshots it
 (`optsched.adapters.kube.snapshot`), compiles and solves it within the time limit, handing the
 previous round's plan to the solver as its warm start (`initial_plan`: what of it still holds is
-kept, the rest dropped, `optsched.solvers.warmstart`), and publishes it. A round that fails
+kept, the rest dropped, `optsched.solvers.warmstart`), and publishes it. With
+`RoundSettings.process` the snapshot and the solve run in a worker process (`solve_listing`),
+so that the round's Python work does not hold the GIL the extender calls need. A round that fails
 (bad objects, a solver error) leaves the previous round in place; the failure is kept as
 `last_error`, counted in the metrics and logged.
 """
@@ -17,8 +19,11 @@ kept, the rest dropped, `optsched.solvers.warmstart`), and publishes it. A round
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -63,6 +68,9 @@ class RoundSettings:
     objective: Any = None
     seed: int = 0
     kube: KubeConfig = field(default_factory=KubeConfig)
+    process: bool = False
+    """Solve in a worker process (`optsched serve` does): the round's Python work then does not hold
+    the service's GIL, so extender calls answer as fast during a round as between rounds."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,32 @@ def index(plan: Plan, snap: Snapshot, acts: Actions, node_of: dict[PodKey, str])
     return decisions, victims
 
 
+def _warm_worker() -> None:
+    """Load the solver libraries when the worker starts, not in its first round."""
+    import optsched.solve  # noqa: F401
+
+
+def solve_listing(objects: dict[str, list[dict[str, Any]]], settings: RoundSettings, previous: Plan | None,
+                  spent: float) -> tuple[Snapshot, Plan, float]:
+    """Snapshot, compile and solve one listing (in the service's process or its worker): the
+    snapshot, the plan and the seconds the snapshot took. `spent` is what the round already used
+    (it counts against the time limit)."""
+    from optsched.problem import compile_problem
+    from optsched.solve import solve_problem
+
+    start = time.perf_counter() - spent
+    o = objects
+    snap = snapshot(o["nodes"], o["pods"], o["priority_classes"], cluster_queues=o["cluster_queues"],
+                    local_queues=o["local_queues"], resource_flavors=o["resource_flavors"], cohorts=o["cohorts"],
+                    workload_priority_classes=o["workload_priority_classes"], workloads=o["workloads"],
+                    pod_groups=o["pod_groups"], queues=o["queues"], config=settings.kube)
+    snapshot_s = time.perf_counter() - start
+    p = compile_problem(snap.cluster, snap.queue, validate=False)
+    plan = solve_problem(p, solver=settings.solver, objective=settings.objective, time_limit=settings.time_limit,
+                         seed=settings.seed, started=start, initial_plan=previous)
+    return snap, plan, snapshot_s
+
+
 class RoundRunner:
     """Makes rounds on a `ClusterState` and keeps the latest (module docstring). Rounds run one
     at a time (`run` holds a lock); reading `current` never waits."""
@@ -133,37 +167,45 @@ class RoundRunner:
         """(pending generation, wall clock) of the latest round begun, published or failed."""
         self._lock = threading.Lock()
         self._number = 0
+        self._executor: ProcessPoolExecutor | None = None
+
+    def _pool(self) -> ProcessPoolExecutor:
+        """The worker process rounds are solved in (`RoundSettings.process`), started on first use
+        (spawned: the service's threads are not forked) and kept warm."""
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_warm_worker)
+        return self._executor
+
+    def close(self) -> None:
+        """Stop the worker process, if any."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)  # waits out a round in flight
+            self._executor = None
 
     def run(self) -> Round | None:
         """Solve one round on the state as it is now; publish and return it, or None when it failed."""
-        from optsched.problem import compile_problem
-        from optsched.solve import solve_problem
-
         with self._lock:
             start = time.perf_counter()
             listing = self.state.listing()
             self.last_attempt = (listing.pending_generation, time.time())
-            s = self.settings
+            previous = self.current.plan if self.current is not None else None
             try:
-                o = listing.objects
-                snap = snapshot(o["nodes"], o["pods"], o["priority_classes"], cluster_queues=o["cluster_queues"],
-                                local_queues=o["local_queues"], resource_flavors=o["resource_flavors"],
-                                cohorts=o["cohorts"], workload_priority_classes=o["workload_priority_classes"],
-                                workloads=o["workloads"], pod_groups=o["pod_groups"], queues=o["queues"],
-                                config=s.kube)
-                snapshot_s = time.perf_counter() - start
-                p = compile_problem(snap.cluster, snap.queue, validate=False)
-                previous = self.current.plan if self.current is not None else None
-                plan = solve_problem(p, solver=s.solver, objective=s.objective, time_limit=s.time_limit, seed=s.seed,
-                                     started=start, initial_plan=previous)
+                if self.settings.process:
+                    snap, plan, snapshot_s = self._pool().submit(
+                        solve_listing, listing.objects, self.settings, previous, time.perf_counter() - start).result()
+                else:
+                    snap, plan, snapshot_s = solve_listing(listing.objects, self.settings, previous, 0.0)
                 acts = actions(plan, snap)
             except InputError as exc:
                 self._failed("input", str(exc), start)
                 self.last_input_error = exc
                 return None
-            except Exception as exc:  # a solver bug must not end the service: keep the last round
+            except Exception as exc:  # a solver bug (or a lost worker) must not end the service
                 LOG.exception("round failed")
                 self._failed("error", f"{type(exc).__name__}: {exc}", start)
+                if isinstance(exc, BrokenProcessPool):
+                    self._executor = None  # the next round starts a new worker
                 return None
             node_of: dict[PodKey, str] = {}
             for pod in listing.pods:

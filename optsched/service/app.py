@@ -340,11 +340,8 @@ def _round(svc: Service, req: RoundRequest) -> JSONResponse:
         k = req.kubernetes
         config = parse(KubeConfig, k.config, "kubernetes.config.") if k.config is not None else KubeConfig()
         try:
-            snap = snapshot(k.nodes, k.pods, k.priority_classes, cluster_queues=k.cluster_queues,
-                            local_queues=k.local_queues, resource_flavors=k.resource_flavors, cohorts=k.cohorts,
-                            workload_priority_classes=k.workload_priority_classes, workloads=k.workloads,
-                            pod_groups=k.pod_groups,
-                            queues=k.queues, config=config, now=k.now)
+            objects: dict[str, Any] = k.model_dump(exclude={"config", "now"})  # snapshot's argument names
+            snap = snapshot(**objects, config=config, now=k.now)
         except InputError as exc:
             raise prefixed(exc, "kubernetes") from None
         cluster, queue = snap.cluster, snap.queue

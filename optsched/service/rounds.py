@@ -139,11 +139,8 @@ def solve_listing(objects: dict[str, list[dict[str, Any]]], settings: RoundSetti
     from optsched.solve import solve_problem
 
     start = time.perf_counter() - spent
-    o = objects
-    snap = snapshot(o["nodes"], o["pods"], o["priority_classes"], cluster_queues=o["cluster_queues"],
-                    local_queues=o["local_queues"], resource_flavors=o["resource_flavors"], cohorts=o["cohorts"],
-                    workload_priority_classes=o["workload_priority_classes"], workloads=o["workloads"],
-                    pod_groups=o["pod_groups"], queues=o["queues"], config=settings.kube)
+    given: dict[str, Any] = objects  # the listing's fields are snapshot's argument names
+    snap = snapshot(**given, config=settings.kube)
     snapshot_s = time.perf_counter() - start
     p = compile_problem(snap.cluster, snap.queue, validate=False)
     plan = solve_problem(p, solver=settings.solver, objective=settings.objective, time_limit=settings.time_limit,

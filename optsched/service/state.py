@@ -31,7 +31,8 @@ FIELDS = {"Node": "nodes", "Pod": "pods", "PriorityClass": "priority_classes", "
           "LocalQueue": "local_queues", "ResourceFlavor": "resource_flavors", "Cohort": "cohorts",
           "WorkloadPriorityClass": "workload_priority_classes", "Workload": "workloads", "PodGroup": "pod_groups",
           "Queue": "queues"}
-"""The object kinds the state holds -> the listing field (and `snapshot` argument) that carries them."""
+"""The object kinds the state holds -> the listing field that carries them, which is also the
+`optsched.adapters.kube.snapshot` argument that reads them (`snapshot(**listing.objects)`)."""
 KINDS = tuple(FIELDS)
 NAMESPACED = ("Pod", "LocalQueue", "Workload", "PodGroup")
 """Kinds whose identity is (namespace, name)."""
@@ -49,11 +50,8 @@ class Listing:
     pending_generation: int
 
     @property
-    def nodes(self) -> list[dict[str, Any]]:
-        return self.objects["nodes"]
-
-    @property
     def pods(self) -> list[dict[str, Any]]:
+        """The Pod objects."""
         return self.objects["pods"]
 
 
@@ -208,11 +206,6 @@ class ClusterState:
         with self._lock:
             return Listing(objects={FIELDS[k]: list(store.values()) for k, store in self._stores.items()},
                            generation=self.generation, pending_generation=self.pending_generation)
-
-    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The pod as last seen, or None."""
-        with self._lock:
-            return self._stores["Pod"].get((namespace, name))
 
     def has_node(self, name: str) -> bool:
         """Whether the node is (still) in the state."""

@@ -127,3 +127,12 @@ class KubeConfig(Frozen):
     annotation says otherwise."""
     count_pods: bool = True
     """Count each replica as one of the node's allocatable `pods` (kube-scheduler's pod limit)."""
+
+    def quota_resource(self, name: str) -> str:
+        """The resource part of a quota key for a Kubernetes resource name, as requests name it
+        (an accelerator resource is `gpu`, an RDMA resource `rdma_nics`, others keep their name)."""
+        if name in {a.resource for a in self.accelerators}:
+            return "gpu"
+        if name in self.rdma_resources:
+            return "rdma_nics"
+        return name

@@ -69,15 +69,6 @@ class KueueRead:
         return self.cluster_queue_of.get((namespace, queue)) if queue else None
 
 
-def quota_resource(name: str, config: KubeConfig) -> str:
-    """The quota key's resource part for a Kubernetes resource name (as pods' requests name it)."""
-    if name in {a.resource for a in config.accelerators}:
-        return "gpu"
-    if name in config.rdma_resources:
-        return "rdma_nics"
-    return name
-
-
 def _quotas(obj: dict[str, Any], ref: str, config: KubeConfig, problems: Problems) -> dict[str, dict[str, float]]:
     """`spec.resourceGroups` as quotas `<flavor>/<resource>`, in the flavors' order."""
     out: dict[str, dict[str, float]] = {}
@@ -93,7 +84,7 @@ def _quotas(obj: dict[str, Any], ref: str, config: KubeConfig, problems: Problem
                 if not isinstance(rname, str) or not rname:
                     problems.add(ref, f"{rwhere}.name", "required", "a resource needs a name")
                     continue
-                key = f"{fname}/{quota_resource(rname, config)}"
+                key = f"{fname}/{config.quota_resource(rname)}"
                 if key in out:
                     problems.add(ref, f"{rwhere}.name", "duplicate_id", f"{rname} of flavor {fname} given twice")
                     continue

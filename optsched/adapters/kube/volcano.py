@@ -88,12 +88,11 @@ def _resources(value: Any, ref: str, where: str, config: KubeConfig, problems: P
     if not isinstance(value, dict):
         problems.add(ref, where, "type", "expected a map of resource names to quantities")
         return out
-    accelerators = {a.resource for a in config.accelerators}
     for name, raw_amount in value.items():
         amount = quantity(raw_amount, ref, f"{where}.{name}", problems)
         if amount is None:
             continue
-        key = "gpu" if name in accelerators else "rdma_nics" if name in config.rdma_resources else name
+        key = config.quota_resource(name)
         out[key] = out.get(key, 0.0) + in_units(name, amount)
     return out
 

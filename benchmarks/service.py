@@ -181,7 +181,7 @@ def main() -> None:
             cfg = Path(tmp) / "kube.json"
             cfg.write_text(json.dumps(CONFIG))
             server = subprocess.Popen([sys.executable, "-m", "optsched.cli", "serve", "--port", str(port),
-                                       "--kube-config", str(cfg), "--time-limit", str(args.time_limit),
+                                       "--config", str(cfg), "--time-limit", str(args.time_limit),
                                        "--solver", args.solver, "--interval", "3600", "--log-level", "warning",
                                        "--worker" if worker else "--no-worker"])
             try:

@@ -489,8 +489,9 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           solver: Annotated[str, typer.Option(help="the solver of state rounds")] = "auto",
           time_limit: Annotated[float, typer.Option(help="seconds per state round")] = 1.0,
           interval: Annotated[float, typer.Option(help="seconds between state rounds when nothing changes")] = 10.0,
-          kube_config: Annotated[Path | None, typer.Option(
-              help="a KubeConfig YAML/JSON (topology labels, accelerators, pod groups; docs/integration.md)")] = None,
+          config: Annotated[Path | None, typer.Option(
+              help="how to read the cluster: a KubeConfig YAML/JSON (topology labels, accelerators, pod groups; "
+                   "docs/integration.md)")] = None,
           kubeconfig: Annotated[Path | None, typer.Option(
               help="list the cluster from this API server kubeconfig (else the state is pushed to PUT /v1/state)")]
           = None,
@@ -498,7 +499,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           poll: Annotated[float, typer.Option(help="seconds between listings of the API server")] = 5.0,
           bind: Annotated[bool, typer.Option(help="answer the extender bind verb by creating Bindings")] = False,
           worker: Annotated[bool, typer.Option(
-              help="solve state rounds in a worker process (extender calls keep their latency during rounds)")]
+              help="solve state rounds in a worker process (extender calls wait less for them)")]
           = True,
           log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info") -> None:
     """Serve rounds over HTTP, kube-scheduler's extender verbs and Prometheus metrics (needs the
@@ -517,7 +518,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
         raise typer.Exit(2) from exc
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        kube = parse_document(KubeConfig, kube_config) if kube_config is not None else KubeConfig()
+        kube = parse_document(KubeConfig, config) if config is not None else KubeConfig()
         rounds = RoundSettings(solver=solver, time_limit=time_limit, kube=kube, process=worker)
     except InputError as exc:
         _fail_input(exc)

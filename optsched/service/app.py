@@ -266,8 +266,8 @@ def create_app(settings: ServiceSettings | None = None, *, state: ClusterState |
                 "round": None if current is None else {
                     "number": current.number, "generation": current.generation, "seconds": current.seconds,
                     "snapshot_s": current.snapshot_s, "finished_at": current.finished_at,
-                    "bindings": len(current.actions.bindings), "evictions": len(current.actions.evictions),
-                    "pending": len(current.actions.pending), "solver": current.plan.solver.name,
+                    "bindings": len(current.actions["bindings"]), "evictions": len(current.actions["evictions"]),
+                    "pending": len(current.actions["pending"]), "solver": current.plan.solver.name,
                     "status": current.plan.solver.status},
                 "last_error": svc.runner.last_error}
 
@@ -280,8 +280,8 @@ def create_app(settings: ServiceSettings | None = None, *, state: ClusterState |
             if refused is not None:  # the state's objects break a rule: say which
                 return _refused(refused)
             return JSONResponse({"error": svc.runner.last_error}, status_code=500)
-        return JSONResponse({"number": rnd.number, "seconds": rnd.seconds, "bindings": len(rnd.actions.bindings),
-                             "evictions": len(rnd.actions.evictions), "pending": len(rnd.actions.pending)})
+        return JSONResponse({"number": rnd.number, "seconds": rnd.seconds, "bindings": len(rnd.actions["bindings"]),
+                             "evictions": len(rnd.actions["evictions"]), "pending": len(rnd.actions["pending"])})
 
     @app.get("/v1/plan")
     def get_plan() -> JSONResponse:
@@ -291,7 +291,7 @@ def create_app(settings: ServiceSettings | None = None, *, state: ClusterState |
             return JSONResponse({"error": "no round has been published yet", "last_error": svc.runner.last_error},
                                 status_code=404)
         return JSONResponse({"number": current.number, "plan": current.plan.model_dump(mode="json"),
-                             "actions": current.actions.to_dict()})
+                             "actions": current.actions})
 
     def verb(name: str, answer: Callable[[dict[str, Any]], tuple[Any, str]]) -> None:
         async def call(request: Request) -> JSONResponse:

@@ -1,7 +1,7 @@
 """Rounds of the service: one solve on the state's objects, and the answers it gives per pod.
 
-A `Round` is immutable once made: the plan, the snapshot it was solved on, the actions that carry
-it out, and an index from each pod to what the plan decided for it (bind to a node with devices,
+A `Round` is immutable once made: the plan, the actions that carry it out (as API data), and an
+index from each pod to what the plan decided for it (bind to a node with devices,
 wait with a reason, be evicted for a job). The extender verbs read the current round without a
 lock; a new round replaces it whole (`RoundRunner.current`), so a filter call always sees one
 plan, never half of two.
@@ -86,8 +86,8 @@ class Round:
     """Seconds the round took: snapshot, compile, solve, actions."""
     snapshot_s: float
     plan: Plan
-    snap: Snapshot
-    actions: Actions
+    actions: dict[str, Any]
+    """The actions that carry the plan out, as `Actions.to_dict()` gives them."""
     decisions: dict[PodKey, Decision]
     victims: dict[str, dict[str, list[str]]]
     """Job id -> node -> uids of the pods the plan evicts there for it."""
@@ -130,11 +130,24 @@ def _warm_worker() -> None:
     import optsched.solve  # noqa: F401
 
 
+@dataclass(frozen=True)
+class Solved:
+    """What solving a listing gives, in plain data (it crosses from the worker process whole)."""
+
+    plan: Plan
+    actions: dict[str, Any]
+    decisions: dict[PodKey, Decision]
+    victims: dict[str, dict[str, list[str]]]
+    snapshot_s: float
+    counts: tuple[int, int, int]
+    """Bindings, evictions, pods told why they wait."""
+
+
 def solve_listing(objects: dict[str, list[dict[str, Any]]], settings: RoundSettings, previous: Plan | None,
-                  spent: float) -> tuple[Snapshot, Plan, float]:
-    """Snapshot, compile and solve one listing (in the service's process or its worker): the
-    snapshot, the plan and the seconds the snapshot took. `spent` is what the round already used
-    (it counts against the time limit)."""
+                  spent: float) -> Solved:
+    """Snapshot, compile and solve one listing, then derive its actions and per-pod decisions (in
+    the service's process or its worker). `spent` is what the round already used (it counts against
+    the time limit). Only plain data comes back: the snapshot's documents stay where they were made."""
     from optsched.problem import compile_problem
     from optsched.solve import solve_problem
 
@@ -145,7 +158,15 @@ def solve_listing(objects: dict[str, list[dict[str, Any]]], settings: RoundSetti
     p = compile_problem(snap.cluster, snap.queue, validate=False)
     plan = solve_problem(p, solver=settings.solver, objective=settings.objective, time_limit=settings.time_limit,
                          seed=settings.seed, started=start, initial_plan=previous)
-    return snap, plan, snapshot_s
+    acts = actions(plan, snap)
+    node_of: dict[PodKey, str] = {}
+    for pod in objects["pods"]:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        if spec.get("nodeName"):
+            node_of[(meta.get("namespace") or "default", str(meta.get("name")))] = str(spec["nodeName"])
+    decisions, victims = index(plan, snap, acts, node_of)
+    return Solved(plan=plan, actions=acts.to_dict(), decisions=decisions, victims=victims, snapshot_s=snapshot_s,
+                  counts=(len(acts.bindings), len(acts.evictions), len(acts.pending)))
 
 
 class RoundRunner:
@@ -189,11 +210,10 @@ class RoundRunner:
             previous = self.current.plan if self.current is not None else None
             try:
                 if self.settings.process:
-                    snap, plan, snapshot_s = self._pool().submit(
-                        solve_listing, listing.objects, self.settings, previous, time.perf_counter() - start).result()
+                    solved = self._pool().submit(solve_listing, listing.objects, self.settings, previous,
+                                                 time.perf_counter() - start).result()
                 else:
-                    snap, plan, snapshot_s = solve_listing(listing.objects, self.settings, previous, 0.0)
-                acts = actions(plan, snap)
+                    solved = solve_listing(listing.objects, self.settings, previous, 0.0)
             except InputError as exc:
                 self._failed("input", str(exc), start)
                 self.last_input_error = exc
@@ -204,24 +224,18 @@ class RoundRunner:
                 if isinstance(exc, BrokenProcessPool):
                     self._executor = None  # the next round starts a new worker
                 return None
-            node_of: dict[PodKey, str] = {}
-            for pod in listing.pods:
-                meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-                if spec.get("nodeName"):
-                    node_of[(meta.get("namespace") or "default", str(meta.get("name")))] = str(spec["nodeName"])
-            decisions, victims = index(plan, snap, acts, node_of)
             self._number += 1
             seconds = time.perf_counter() - start
+            plan = solved.plan
             rnd = Round(number=self._number, generation=listing.generation,
                         pending_generation=listing.pending_generation, finished_at=time.time(), seconds=seconds,
-                        snapshot_s=snapshot_s, plan=plan, snap=snap, actions=acts, decisions=decisions,
-                        victims=victims)
+                        snapshot_s=solved.snapshot_s, plan=plan, actions=solved.actions,
+                        decisions=solved.decisions, victims=solved.victims)
             self.current = rnd
             self.last_error = self.last_input_error = None
             self.metrics.observe_round(plan, seconds, source="state")
             LOG.info("round %d: %s %s in %.3f s (snapshot %.3f s): %d bindings, %d evictions, %d pods wait",
-                     rnd.number, plan.solver.name, plan.solver.status, seconds, snapshot_s, len(acts.bindings),
-                     len(acts.evictions), len(acts.pending))
+                     rnd.number, plan.solver.name, plan.solver.status, seconds, solved.snapshot_s, *solved.counts)
             return rnd
 
     def _failed(self, status: str, message: str, start: float) -> None:

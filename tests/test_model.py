@@ -90,7 +90,7 @@ BAD_CLUSTER = [
     ("running: share 1.5", lambda c: c["running"][0]["placements"][0].update(share=1.5), ("running[0].placements[0].share", "less_than_equal")),
     ("running: replica beyond max", lambda c: c["running"][0]["placements"][0].update(replica=999), ("running[0].placements[0].replica", "out_of_range")),
     ("running: gang below min", lambda c: c["running"][0]["job"].update(gang=True, groups=[{**c["running"][0]["job"]["groups"][0], "replicas": {"min": 2, "max": 2}}]), ("running[0].placements", "gang_below_min")),
-    ("running: over capacity", lambda c: c["running"][0]["job"]["groups"][0]["request"].update(cpu=10**6), ("running", "over_capacity")),
+    ("running: over capacity", lambda c: c["running"][0]["job"]["groups"][0]["request"].update(cpu=10**6), ("nodes[1].capacity.cpu", "over_capacity")),
 ]
 
 

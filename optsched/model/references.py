@@ -322,12 +322,13 @@ def _running_state_problems(cluster: Cluster, nodes: dict[str, Node]) -> list[In
         if total > 1.0 + SHARE_TOLERANCE:
             out.append(InputIssue(uses[-1][1], "device_overcommitted",
                                   f"device {d} of {node_id!r} is held {total:g} times over by {len(uses)} replicas"))
+    index = {n.id: i for i, n in enumerate(cluster.nodes)}
     for node_id, amounts in held.items():
         capacity = nodes[node_id].capacity
         for name, amount in amounts.items():
             cap = capacity.get(name, 0.0)
-            if amount > cap * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE:
-                out.append(InputIssue("running", "over_capacity",
+            if amount > cap * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE:  # named where it breaks: the node
+                out.append(InputIssue(f"nodes[{index[node_id]}].capacity.{name}", "over_capacity",
                                       f"running replicas hold {amount:g} {name} on {node_id!r}, capacity {cap:g}"))
     return out
 

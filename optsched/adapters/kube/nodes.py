@@ -125,14 +125,18 @@ def _taints(obj: dict[str, Any], ref: str, problems: Problems) -> list[dict[str,
 def _images(obj: dict[str, Any], ref: str, problems: Problems, images: dict[str, list[Layer]]) -> list[str]:
     digests = []
     for where, img in items(get(obj, "status.images", list, ref, problems), ref, "status.images", problems):
-        names = [n for n in img.get("names") or [] if isinstance(n, str)]
+        given = img.get("names")
+        names = [n for n in given if isinstance(n, str)] if isinstance(given, list) else []
         size = img.get("sizeBytes")
         if not names or isinstance(size, bool) or not isinstance(size, int) or size < 0:
             problems.add(ref, where, "image", "an image needs names and a non-negative sizeBytes")
             continue
         digest = next((n for n in names if "@sha256:" in n), names[0])
+        layer = problems.build(Layer, {"digest": digest, "bytes": size}, ref, where)
+        if layer is None:
+            continue
         for n in names:
-            images.setdefault(n, [Layer(digest=digest, bytes=size)])
+            images.setdefault(n, [layer])
         digests.append(digest)
     return digests
 

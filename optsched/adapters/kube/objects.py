@@ -20,6 +20,9 @@ from optsched.errors import InputError, InputIssue
 M = TypeVar("M", bound=BaseModel)
 
 MIB = Decimal(2**20)
+MAX_QUANTITY = Decimal("1e18")
+"""The largest quantity read (an exabyte of memory, 10^15 cores): beyond it a value is an error
+rather than a float that overflows."""
 BYTE_RESOURCES = ("memory", "ephemeral-storage")
 """Resources counted in bytes by Kubernetes; optsched holds them in MiB (so do `hugepages-*`)."""
 
@@ -144,6 +147,9 @@ def quantity(value: Any, ref: str, field: str, problems: Problems) -> Decimal | 
         return None
     if not amount.is_finite() or amount < 0:
         problems.add(ref, field, "quantity", f"{value!r} is not a non-negative quantity")
+        return None
+    if amount > MAX_QUANTITY:
+        problems.add(ref, field, "out_of_range", f"{value!r} is more than {MAX_QUANTITY:.0E}")
         return None
     return Decimal(amount)
 

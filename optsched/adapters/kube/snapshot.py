@@ -65,28 +65,39 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     config = config or KubeConfig()
     now = time.time() if now is None else now
     problems = Problems()
-    read = read_nodes([as_dict(n) for n in nodes], config, problems)
-    cluster_queue_docs = [as_dict(q) for q in cluster_queues]
-    kueue = read_kueue(cluster_queue_docs, [as_dict(q) for q in local_queues], [as_dict(f) for f in resource_flavors],
-                       [as_dict(c) for c in cohorts], [as_dict(c) for c in workload_priority_classes], config,
+
+    def docs(kind: str, objects: Iterable[Any]) -> list[dict[str, Any]]:
+        """The API dicts of the objects; anything else is a problem naming its place."""
+        out = []
+        for i, obj in enumerate(objects):
+            try:
+                out.append(as_dict(obj))
+            except TypeError as exc:
+                problems.add(f"{kind}[{i}]", "", "type", str(exc))
+        return out
+
+    read = read_nodes(docs("Node", nodes), config, problems)
+    cluster_queue_docs = docs("ClusterQueue", cluster_queues)
+    kueue = read_kueue(cluster_queue_docs, docs("LocalQueue", local_queues), docs("ResourceFlavor", resource_flavors),
+                       docs("Cohort", cohorts), docs("WorkloadPriorityClass", workload_priority_classes), config,
                        problems) if cluster_queue_docs else None
-    groups, volcano_queues = [as_dict(g) for g in pod_groups], [as_dict(q) for q in queues]
+    groups, volcano_queues = docs("PodGroup", pod_groups), docs("Queue", queues)
     volcano = None
     if groups or volcano_queues:
         if kueue is not None:
             problems.add("Queue", "", "exclusive", "give Kueue's objects or Volcano's, not both")
         volcano = read_volcano(groups, volcano_queues, totals_of(read.nodes), config, problems)
-    pod_docs = [as_dict(p) for p in pods]
+    pod_docs = docs("Pod", pods)
     workload_jobs: dict[str, tuple[str, str]] = {}
     minimums: dict[str, dict[str, int]] = {}
     virtual_pods: list[dict[str, Any]] = []
-    workload_docs = [as_dict(w) for w in workloads]
+    workload_docs = docs("Workload", workloads)
     if workload_docs:
         if kueue is None:
             problems.add("Workload", "", "requires", "Workloads need Kueue's ClusterQueues and LocalQueues")
         virtual_pods, minimums, workload_jobs = workload_pods(workload_docs, problems)
         pod_docs += virtual_pods
-    pods_read = read_pods(pod_docs, config, read, [as_dict(c) for c in priority_classes], now, problems, kueue,
+    pods_read = read_pods(pod_docs, config, read, docs("PriorityClass", priority_classes), now, problems, kueue,
                           volcano, minimums)
     problems.raise_if_any()
     assert read.topology is not None  # a node was read, else a problem was raised

@@ -1,0 +1,86 @@
+"""Mutated Kubernetes objects fed to the adapter: every one is read or refused with an InputError,
+never another exception (bad input is refused at the door, naming the object and field).
+
+150 examples by default; `OPTSCHED_FUZZ_EXAMPLES=1000` for a longer run (1,000 passed when this
+was written, after it had found three crashes: a non-object in a list, a quantity that overflows a
+float, and an image whose `names` is not a list)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("kubernetes")
+
+from kubernetes.client import ApiClient
+
+from optsched import InputError
+from optsched.adapters.kube import snapshot
+from tests.test_kube_adapter import CONFIG, NOW, cluster_64
+
+API = ApiClient()
+NODES, PODS = cluster_64()
+BASE = {"nodes": [API.sanitize_for_serialization(n) for n in NODES[:8]],
+        "pods": [API.sanitize_for_serialization(p) for p in PODS if not p.spec.node_name
+                 or p.spec.node_name < "gpu-08"][:24]}
+KUEUE = {"cluster_queues": [{"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+    "preemption": {"withinClusterQueue": "LowerPriority"}, "resourceGroups": [{"flavors": [
+        {"name": "all", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 32}]}]}]}}],
+         "local_queues": [{"kind": "LocalQueue", "metadata": {"namespace": "team-a", "name": "main"},
+                           "spec": {"clusterQueue": "cq"}}],
+         "resource_flavors": [{"kind": "ResourceFlavor", "metadata": {"name": "all"}}]}
+
+OBJECT = re.compile(r"^(Node|Pod|PriorityClass|ClusterQueue|LocalQueue|ResourceFlavor|Cohort|WorkloadPriorityClass"
+                    r"|Workload|PodGroup|Queue|Tenant|Cluster)\b")
+"""Every problem's path starts with the object (`Pod/team-a/x.spec...`, `Node[3]`) it comes from."""
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
+                   st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
+                   st.just("-1"), st.just("1e400"), st.just("8Gi"), st.just("abc[def"),
+                   st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.text(max_size=5),
+                                                                        max_size=3))
+
+
+def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    target = doc
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return doc
+
+
+@settings(max_examples=int(os.environ.get("OPTSCHED_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_mutated_objects_are_read_or_refused_with_an_input_error(data: st.DataObject) -> None:
+    objects = copy.deepcopy({**BASE, **KUEUE})
+    paths = [p for p in _paths(objects) if len(p) >= 2]
+    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+        path = data.draw(st.sampled_from(paths))
+        try:
+            _set(objects, path, data.draw(VALUES))
+        except (KeyError, IndexError, TypeError):  # an earlier mutation removed the way there
+            continue
+    try:
+        snap = snapshot(**objects, config=CONFIG, now=NOW)
+    except InputError as err:
+        assert err.problems and all(OBJECT.match(i.path) for i in err.problems), err.problems
+    else:
+        assert len(snap.cluster.nodes) == len(objects["nodes"])  # read: every node is in the round

@@ -1,7 +1,7 @@
 """Mutated Kubernetes objects fed to the adapter: every one is read or refused with an InputError,
 never another exception (bad input is refused at the door, naming the object and field).
 
-150 examples by default; `OPTSCHED_FUZZ_EXAMPLES=1000` for a longer run (1,000 passed when this
+100 examples per system (Kueue's objects and a Workload; Volcano's) by default; `OPTSCHED_FUZZ_EXAMPLES=1000` for a longer run (1,000 passed when this
 was written, after it had found three crashes: a non-object in a list, a quantity that overflows a
 float, and an image whose `names` is not a list)."""
 
@@ -34,7 +34,18 @@ KUEUE = {"cluster_queues": [{"kind": "ClusterQueue", "metadata": {"name": "cq"},
         {"name": "all", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 32}]}]}]}}],
          "local_queues": [{"kind": "LocalQueue", "metadata": {"namespace": "team-a", "name": "main"},
                            "spec": {"clusterQueue": "cq"}}],
-         "resource_flavors": [{"kind": "ResourceFlavor", "metadata": {"name": "all"}}]}
+         "resource_flavors": [{"kind": "ResourceFlavor", "metadata": {"name": "all"}}],
+         "workloads": [{"kind": "Workload", "metadata": {"namespace": "team-a", "name": "wl"}, "spec": {
+             "queueName": "main", "priority": 5, "podSets": [{"name": "main", "count": 2, "minCount": 1,
+                                                               "topologyRequest": {"preferred": CONFIG.topology[1].label},
+                                                               "template": {"spec": {"containers": [{
+                                                                   "name": "c", "resources": {"requests": {
+                                                                       "nvidia.com/gpu": "1", "cpu": "2"}}}]}}}]}}]}
+VOLCANO = {"pod_groups": [{"kind": "PodGroup", "metadata": {"namespace": "team-b", "name": f"pretrain-{j}"},
+                           "spec": {"minMember": 2, "queue": "default"}} for j in range(2)],
+           "queues": [{"kind": "Queue", "metadata": {"name": "default"},
+                       "spec": {"weight": 2, "capability": {"nvidia.com/gpu": "48"}, "guarantee": {
+                           "resource": {"cpu": "16"}}}}]}
 
 OBJECT = re.compile(r"^(Node|Pod|PriorityClass|ClusterQueue|LocalQueue|ResourceFlavor|Cohort|WorkloadPriorityClass"
                     r"|Workload|PodGroup|Queue|Tenant|Cluster)\b")
@@ -67,10 +78,16 @@ def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
     return doc
 
 
-@settings(max_examples=int(os.environ.get("OPTSCHED_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.parametrize("system", ["kueue", "volcano"])
+@settings(max_examples=int(os.environ.get("OPTSCHED_FUZZ_EXAMPLES", "100")), deadline=None,
+          suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-def test_mutated_objects_are_read_or_refused_with_an_input_error(data: st.DataObject) -> None:
-    objects = copy.deepcopy({**BASE, **KUEUE})
+def test_mutated_objects_are_read_or_refused_with_an_input_error(system: str, data: st.DataObject) -> None:
+    objects = copy.deepcopy({**BASE, **(KUEUE if system == "kueue" else VOLCANO)})
+    if system == "kueue":  # team-a's pods are in Kueue's LocalQueue `main`
+        for pod in objects["pods"]:
+            if pod["metadata"]["namespace"] == "team-a":
+                pod["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "main"
     paths = [p for p in _paths(objects) if len(p) >= 2]
     for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
         path = data.draw(st.sampled_from(paths))

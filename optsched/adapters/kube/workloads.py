@@ -74,10 +74,12 @@ def workload_pods(objects: list[dict[str, Any]], problems: Problems) -> tuple[
                 else:
                     minimums.setdefault(job_id, {})[ps_name] = min_count
             template = podset.get("template") or {}
-            if not isinstance(template, dict):
-                problems.add(ref, f"{where}.template", "type", "expected a pod template")
+            meta = template.get("metadata") or {} if isinstance(template, dict) else None
+            spec = template.get("spec") or {} if isinstance(template, dict) else None
+            if not isinstance(meta, dict) or not isinstance(spec, dict) or \
+                    not all(isinstance(meta.get(k) or {}, dict) for k in ("labels", "annotations")):
+                problems.add(ref, f"{where}.template", "type", "expected a pod template (metadata and spec mappings)")
                 continue
-            meta = dict(template.get("metadata") or {})
             labels = {**(meta.get("labels") or {}), "kueue.x-k8s.io/pod-group-name": name}
             if queue:
                 labels[QUEUE_LABEL] = queue
@@ -86,7 +88,7 @@ def workload_pods(objects: list[dict[str, Any]], problems: Problems) -> tuple[
             for key, mode in TAS_ANNOTATIONS:  # modes are the topologyRequest field names
                 if isinstance(request, dict) and isinstance(request.get(mode), str):
                     annotations[key] = request[mode]
-            spec = copy.deepcopy(template.get("spec") or {})
+            spec = copy.deepcopy(spec)
             if priority is not None:
                 spec["priority"] = priority
             spec.pop("nodeName", None)

@@ -71,7 +71,7 @@ class RoundRequest(Frozen):
     objective: Any = None
     """An objective (weights or a lexicographic order, docs/metrics.md); None: the default."""
     time_limit: float = 1.0
-    """Seconds for the whole round, reading the documents included."""
+    """Seconds for reading the documents, compiling and solving; the answer (summary, actions) is built after."""
     seed: int = 0
     """The solver's seed."""
 

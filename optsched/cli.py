@@ -499,7 +499,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           poll: Annotated[float, typer.Option(help="seconds between listings of the API server")] = 5.0,
           bind: Annotated[bool, typer.Option(help="answer the extender bind verb by creating Bindings")] = False,
           worker: Annotated[bool, typer.Option(
-              help="solve state rounds in a worker process (extender calls do not wait on them)")]
+              help="solve state rounds in a worker process (the round does not hold the GIL extender calls need)")]
           = True,
           log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info") -> None:
     """Serve rounds over HTTP, kube-scheduler's extender verbs and Prometheus metrics (needs the

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optsched.adapters.kube.config import KubeConfig
-from optsched.adapters.kube.objects import Problems, get, in_units, items, quantity, reference, string_map
+from optsched.adapters.kube.objects import Problems, get, in_units, items, named, quantity, reference, string_map
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """The pod label naming its LocalQueue."""
@@ -150,10 +150,8 @@ def read_kueue(cluster_queues: list[dict[str, Any]], local_queues: list[dict[str
     """Read Kueue's objects (module docstring); problems are recorded, not raised."""
     out = KueueRead()
     for obj in resource_flavors:
-        ref = reference(obj, "ResourceFlavor")
-        name = get(obj, "metadata.name", str, ref, problems)
-        if not name:
-            problems.add(ref, "metadata.name", "required", "a ResourceFlavor needs a name")
+        ref, name = named(obj, "ResourceFlavor", problems)
+        if name is None:
             continue
         labels = string_map(get(obj, "spec.nodeLabels", dict, ref, problems), ref, "spec.nodeLabels", problems)
         out.resource_flavors.append({"name": name, "node_labels": labels})
@@ -162,10 +160,8 @@ def read_kueue(cluster_queues: list[dict[str, Any]], local_queues: list[dict[str
                 out.ignored.append(f"{ref}.spec.{key}: not modelled (the nodes' taints and the pods' tolerations "
                                    "decide; topology comes from KubeConfig.topology)")
     for obj in cluster_queues:
-        ref = reference(obj, "ClusterQueue")
-        name = get(obj, "metadata.name", str, ref, problems)
-        if not name:
-            problems.add(ref, "metadata.name", "required", "a ClusterQueue needs a name")
+        ref, name = named(obj, "ClusterQueue", problems)
+        if name is None:
             continue
         cohort = get(obj, "spec.cohortName", str, ref, problems) or get(obj, "spec.cohort", str, ref, problems)
         tenant: dict[str, Any] = {"name": name, "quotas": _quotas(obj, ref, config, problems),
@@ -184,10 +180,8 @@ def read_kueue(cluster_queues: list[dict[str, Any]], local_queues: list[dict[str
         out.tenants.append(tenant)
         out.refs[name] = ref
     for obj in cohorts:
-        ref = reference(obj, "Cohort")
-        name = get(obj, "metadata.name", str, ref, problems)
-        if not name:
-            problems.add(ref, "metadata.name", "required", "a Cohort needs a name")
+        ref, name = named(obj, "Cohort", problems)
+        if name is None:
             continue
         doc: dict[str, Any] = {"name": name, "quotas": _quotas(obj, ref, config, problems)}
         parent = get(obj, "spec.parentName", str, ref, problems) or get(obj, "spec.parent", str, ref, problems)

@@ -27,8 +27,8 @@ from optsched.adapters.kube.objects import (
     get,
     in_units,
     items,
+    named,
     quantity,
-    reference,
     string_map,
 )
 from optsched.model.base import MAX_DEVICES_PER_NODE
@@ -151,10 +151,8 @@ def read_nodes(objects: list[dict[str, Any]], config: KubeConfig, problems: Prob
     out = NodesRead(topology=None,
                     nodes=[], device_models={}, images={})
     for obj in objects:
-        ref = reference(obj, "Node")
-        name = get(obj, "metadata.name", str, ref, problems)
-        if not name:
-            problems.add(ref, "metadata.name", "required", "a Node needs a name")
+        ref, name = named(obj, "Node", problems)
+        if name is None:
             continue
         if name in out.ref_of:
             problems.add(ref, "metadata.name", "duplicate_id", f"node {name!r} given twice")

@@ -50,6 +50,17 @@ def reference(obj: dict[str, Any], kind: str) -> str:
     return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
+def named(obj: dict[str, Any], kind: str, problems: Problems) -> tuple[str, str | None]:
+    """(`Kind/namespace/name` as errors name it, the object's name); a missing name is recorded
+    as a problem (`metadata.name`, rule `required`) and comes back as None."""
+    ref = reference(obj, kind)
+    name = get(obj, "metadata.name", str, ref, problems)
+    if not name:
+        problems.add(ref, "metadata.name", "required", f"a {kind} needs a name")
+        return ref, None
+    return ref, name
+
+
 class Problems:
     """Every problem found while reading objects, raised together as one `InputError`."""
 

@@ -31,7 +31,7 @@ from decimal import Decimal
 from typing import Any
 
 from optsched.adapters.kube.config import KubeConfig
-from optsched.adapters.kube.objects import Problems, get, in_units, quantity, reference, string_map
+from optsched.adapters.kube.objects import Problems, get, in_units, named, quantity, string_map
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 """The pod annotation naming its PodGroup."""
@@ -103,10 +103,8 @@ def read_volcano(pod_groups: list[dict[str, Any]], queues: list[dict[str, Any]],
     resource (`cpu`, `memory`, `gpu`, ...), the base of weight shares."""
     out = VolcanoRead()
     for obj in pod_groups:
-        ref = reference(obj, "PodGroup")
-        name = get(obj, "metadata.name", str, ref, problems)
-        if not name:
-            problems.add(ref, "metadata.name", "required", "a PodGroup needs a name")
+        ref, name = named(obj, "PodGroup", problems)
+        if name is None:
             continue
         namespace = get(obj, "metadata.namespace", str, ref, problems) or "default"
         min_member = get(obj, "spec.minMember", int, ref, problems)
@@ -128,10 +126,8 @@ def read_volcano(pod_groups: list[dict[str, Any]], queues: list[dict[str, Any]],
             priority_class=get(obj, "spec.priorityClassName", str, ref, problems) or None)
     read: list[tuple[str, str, float, dict[str, float], dict[str, float], dict[str, float]]] = []
     for obj in queues:
-        ref = reference(obj, "Queue")
-        name = get(obj, "metadata.name", str, ref, problems)
-        if not name:
-            problems.add(ref, "metadata.name", "required", "a Queue needs a name")
+        ref, name = named(obj, "Queue", problems)
+        if name is None:
             continue
         weight = get(obj, "spec.weight", int, ref, problems, 1)
         amounts = [_resources(get(obj, f"spec.{key}", dict, ref, problems), ref, f"spec.{key}", config, problems)

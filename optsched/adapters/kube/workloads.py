@@ -23,7 +23,7 @@ from typing import Any
 
 from optsched.adapters.kube.config import ROLE_ANNOTATION
 from optsched.adapters.kube.kueue import QUEUE_LABEL
-from optsched.adapters.kube.objects import Problems, get, items, reference
+from optsched.adapters.kube.objects import Problems, get, items, named
 from optsched.adapters.kube.pods import TAS_ANNOTATIONS
 
 
@@ -36,10 +36,8 @@ def workload_pods(objects: list[dict[str, Any]], problems: Problems) -> tuple[
     minimums: dict[str, dict[str, int]] = {}
     jobs: dict[str, tuple[str, str]] = {}
     for obj in objects:
-        ref = reference(obj, "Workload")
-        name = get(obj, "metadata.name", str, ref, problems)
-        if not name:
-            problems.add(ref, "metadata.name", "required", "a Workload needs a name")
+        ref, name = named(obj, "Workload", problems)
+        if name is None:
             continue
         namespace = get(obj, "metadata.namespace", str, ref, problems) or "default"
         owners = get(obj, "metadata.ownerReferences", list, ref, problems) or []

@@ -48,13 +48,13 @@ def _taint_mask(p: Problem, group: GroupSpec) -> BArray:
 
 
 TOLERATED: Derived[BArray] = Derived("eligibility.tolerated", _taint_mask,
-                                     key=lambda p, group: tuple(t.model_dump_json() for t in group.spec.tolerations))
+                                     key=lambda p, group: tuple(group.spec.tolerations))
 """Nodes whose every scheduling taint a group's tolerations tolerate."""
 
 
 def _shape_key(p: Problem, job: JobSpec, group: GroupSpec) -> tuple[object, ...]:
     return ("eligible", job.spot == "forbidden", tuple(sorted(group.spec.node_selector.items())),
-            tuple(t.model_dump_json() for t in group.spec.tolerations),
+            tuple(group.spec.tolerations),  # frozen models of plain fields: hashable, compared by value
             tuple(t.model_dump_json() for t in group.spec.node_affinity),
             group.model_speed.tobytes() if group.uses_devices else b"", group.whole, group.affinity,
             group.req.tobytes())

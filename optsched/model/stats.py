@@ -132,6 +132,45 @@ class MilpStats(Frozen):
     """Levels solved within the time limit."""
 
 
+class DomainStats(Frozen):
+    """The domain model (`optsched.domain`): the round decided per cell, then placed on nodes."""
+
+    cells: int
+    """Cells (a leaf domain's nodes of one device model and flavor class)."""
+    classes: int
+    """Classes (the cells of one model and flavor class across the leaves)."""
+    columns: int
+    """Columns (variables) of the MILP."""
+    rows: int
+    """Rows (constraints) of the MILP."""
+    nonzeros: int
+    """Nonzero coefficients."""
+    victims: int
+    """Running jobs the model could evict."""
+    integral: bool
+    """The MIP was solved (False: its LP relaxation, rounded)."""
+    highs_status: str
+    """HiGHS's status of the solve."""
+    lost_price: float
+    """Objective weight of a GPU-equivalent hour of lost work against one unit of admitted value."""
+    model_value: float | None = None
+    """Admitted value of the model's own solution (the plan's may be lower: node-level packing)."""
+    bound: float | None = None
+    """The model's bound on the admitted value of every valid plan on the existing nodes."""
+    build_s: float | None = None
+    """Seconds building the model (its cells included)."""
+    solve_s: float | None = None
+    """Seconds HiGHS took."""
+    assign_s: float | None = None
+    """Seconds placing the model's replicas on nodes, naming preemptors and checking the plan."""
+    admitted: int | None = None
+    """Jobs the model admitted."""
+    evictions: int | None = None
+    """Evictions the model chose."""
+    kept_back: int = 0
+    """Victims put back because no admitted job might evict them (their room's jobs deferred)."""
+
+
 class StepStats(Frozen):
     """One sub-model step of a large round: a neighbourhood of the best plan, or the re-decision
     of some preemptors' evictions."""
@@ -216,6 +255,8 @@ class SolverStats(Frozen):
     """The round model a model solver built and solved."""
     milp: MilpStats | None = None
     """The HiGHS back end's translation and solve."""
+    domain: DomainStats | None = None
+    """The domain model, where the plan or its start plan came from it."""
     steps: list[StepStats] = Field(default_factory=list)
     """The sub-model steps of a large round, in order."""
     improved: int = 0

@@ -17,6 +17,7 @@ from typing import Any
 
 from optsched.budget import KUEUE_BY, Budget
 from optsched.concerns.tenancy import preemption, quota
+from optsched.domain.assign import Assigned
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Plan
 from optsched.model.stats import CandidateStats, ModelStats, SolverStats, StartStats, ValueBoundStats
@@ -25,6 +26,7 @@ from optsched.problem import JobSpec, Problem
 from optsched.roundmodel.decode import NOT_ADMITTED
 from optsched.solvers import guided
 from optsched.solvers.bound import ValueBound, relaxed_base, value_bound
+from optsched.solvers.domain import DomainRun, domain_share, run_domain
 from optsched.solvers.greedy import STRATEGIES
 from optsched.solvers.portfolio import GREEDY_ORDER, solve_portfolio
 from optsched.view import PlanView
@@ -51,6 +53,13 @@ class Start:
     found: dict[str, Any] = field(default_factory=dict)
     """The fields of `StartStats` learned so far."""
     fallback_terms: dict[str, float] = field(default_factory=dict)
+    domain: DomainRun | None = None
+    """The domain model's run (`optsched.solvers.domain`), where the round was large enough for it."""
+
+    @property
+    def from_domain(self) -> bool:
+        """The start plan is the domain model's plan (a model's plan, not a baseline's)."""
+        return self.domain is not None and self.fallback is self.domain.plan
 
     @property
     def start(self) -> float:
@@ -116,7 +125,11 @@ class Start:
         if lp is not None and p.pool_max_nodes.sum() > 0:  # the LP relaxes existing nodes only
             fields = {**fields, "lp_bound_existing_nodes": lp}
             lp = None
-        bounds = [b for b in (lp, model_bound) if b is not None]
+        domain_bound = None
+        if self.domain is not None:  # the domain model's LP bounds the round, provisioning included
+            fields = {**fields, "domain": self.domain.stats()}
+            domain_bound = self.domain.solution.bound
+        bounds = [b for b in (lp, model_bound, domain_bound) if b is not None]
         bound = min(bounds) if bounds else None
         gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(abs(bound), 1e-9))
         plan = explain_deferred(p, plan)
@@ -154,8 +167,10 @@ def _kueue_candidate(p: Problem, time_limit: float, seed: int, *, preempt_until:
 
 
 def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Budget, seed: int,
-                  hint: Plan | None, share: float) -> Start:
-    """The best plan without a model (module docstring), before `Start.guide`. The greedy
+                  hint: Plan | None, share: float, domain: bool = False) -> Start:
+    """The best plan without a node-level model (module docstring), before `Start.guide`. With
+    `domain` (a round too large for one node-level model), the domain model's plan comes first
+    (`optsched.solvers.domain`), and the baselines only run in the time it leaves. The greedy
     baselines after the first and the Kueue plan on a multi-tenant round run only within `share`
     of the time limit (the rest is the model's). A `hint` (an initial plan) replaces them."""
     goal = Objective.parse(objective)
@@ -165,7 +180,15 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     kueue: Plan | None = None
     time_limit, start = budget.limit, budget.start
     given = hint is not None  # a hint (an initial plan) replaces every candidate below
-    if not given and may_go and budget.greedy_passes(p) >= 2:
+    ran: DomainRun | None = None
+    if not given and domain and p.jobs:
+        ran = run_domain(p, goal, budget, until=budget.at(domain_share(budget)))
+        if ran.plan is not None:
+            plan = ran.plan.model_copy(update={"objective": evaluate_problem(p, ran.plan).objective()})
+            ran.result = Assigned(plan, ran.result.kept_back) if isinstance(ran.result, Assigned) else ran.result
+            if not budget.fits_greedy_passes(p, 1, budget.at(share)):
+                hint = plan  # no time for the baselines: the domain plan is the start plan
+    if not given and ran is None and may_go and budget.greedy_passes(p) >= 2:
         # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
         # the Kueue plan first, preempting in the first part of the time only (`KUEUE_PREEMPTS`)
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=budget.at(budget.kueue_preempts_share(p)),
@@ -182,8 +205,11 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
         # the first baseline may use the whole budget, more of them only within `share` of it
         hint = solve_portfolio(p, GREEDY_ORDER, objective=objective, time_limit=time_limit, seed=seed,
                                started=start, more_within=share * time_limit)
+        if ran is not None and ran.plan is not None and not goal.better(
+                hint.objective or evaluate_problem(p, hint).objective(), ran.plan.objective or {}):
+            hint = ran.plan  # the domain plan wins ties
     fallback = hint
-    cut = any(d.reason == "time_limit" for d in fallback.deferred)
+    cut = any(d.reason == "time_limit" for d in fallback.deferred) and not (ran is not None and fallback is ran.plan)
     if not given and kueue is None and p.cluster.tenants and not cut and time.perf_counter() < budget.at(share):
         # a multi-tenant round: the Kueue plan (admission order, borrowing) is a candidate
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=None, until=budget.at(share))
@@ -199,4 +225,6 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
                                         cut=kueue_cut)
         if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
             fallback, cut = kueue, kueue_cut  # Kueue's order wins ties
-    return Start(p, name, goal, budget, seed, fallback, may_go, cut=cut, found=found)
+    if ran is not None:
+        found["hint"] = fallback.solver.name
+    return Start(p, name, goal, budget, seed, fallback, may_go, cut=cut, found=found, domain=ran)

@@ -46,6 +46,12 @@ def _milp() -> list[SolverInfo]:
     return SOLVERS
 
 
+def _domain() -> list[SolverInfo]:
+    from optsched.solvers.domain import SOLVERS
+
+    return SOLVERS
+
+
 def _nsga2() -> list[SolverInfo]:
     from optsched.pareto.solver import SOLVERS
 
@@ -61,6 +67,7 @@ def _baseline_names() -> tuple[str, ...]:
 LOADERS: dict[str, Callable[[], list[SolverInfo]]] = {
     "cpsat": _cpsat,
     "milp": _milp,
+    "domain": _domain,
     "nsga2": _nsga2,
     "greedy": _greedy,
     "kueue": _kueue,

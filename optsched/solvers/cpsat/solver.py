@@ -25,6 +25,7 @@ from ortools.sat.python import cp_model
 from optsched.budget import (
     BUILD_BY,
     BUILD_MARGIN,
+    DOMAIN_FROM_BUILD_S,
     EVICTIONS_FIRST_SHARE,
     HINT_SHARE,
     MIN_MODEL_SHARE,
@@ -89,7 +90,7 @@ def _solve_cpsat(p: Problem, *, objective: ObjectiveSpec, budget: Budget, seed: 
     model_s = estimate_build_s(p, cap)
     whole = model_s <= WHOLE_MODEL_SHARE * budget.limit if neighbourhoods is None else not neighbourhoods
     begin = starting_plan(p, "cpsat", objective=objective, budget=budget, seed=seed, hint=hint,
-                          share=budget.start_share(whole))
+                          share=budget.start_share(whole), domain=model_s >= DOMAIN_FROM_BUILD_S)
     if begin.cut:  # no time left for a model
         return begin.cut_short()
     route = "whole model" if whole else "neighbourhoods"
@@ -112,9 +113,13 @@ def _steps(p: Problem, begin: Start, goal: Objective, budget: Budget, model_s: f
            num_workers: int) -> Plan:
     """The eviction steps (where the start plan evicts), then the placement neighbourhoods."""
     finish, fallback = begin.finish, begin.fallback
+    unimproved = "feasible" if begin.from_domain else "fallback"  # the domain plan is a model's plan
+    if begin.from_domain:
+        route = f"domain model, then {route}"
     if budget.left(SOLVE_BY) < MIN_MODEL_SHARE * budget.limit:
-        return finish(fallback, "fallback", route=route,
-                      reason=f"a model would take about {model_s:.1f} s to build and the baselines used the time")
+        why = "the domain model's plan: no time was left to improve it" if begin.from_domain else \
+            f"a model would take about {model_s:.1f} s to build and the baselines used the time"
+        return finish(fallback, unimproved, route=route, reason=why)
     current, improved = fallback, 0
     rows: list[StepStats] = []
     if fallback.evictions:  # first re-decide the evictions, with a share of the time left
@@ -128,7 +133,7 @@ def _steps(p: Problem, begin: Start, goal: Objective, budget: Budget, model_s: f
     steps = rows + log.rows
     reason = f"a whole model would take about {model_s:.1f} s to build: neighbourhood search"
     if improved + log.improved == 0:
-        return finish(fallback, "fallback", route=route, steps=steps, reason=reason)
+        return finish(fallback, unimproved, route=route, steps=steps, reason=reason)
     return finish(better, "feasible", route=route, steps=steps, reason=reason, improved=improved + log.improved)
 
 

@@ -1,0 +1,182 @@
+"""The `domain` solver: the hierarchical round of `optsched.domain` (DESIGN.md "Scale").
+
+The round is decided per cell by one MILP (`optsched.domain.model`: admissions, replicas per
+cell or class, evictions under the preemption rules, quota and cohort lending, required
+topology), solved by HiGHS as a MIP where the time allows it, else as its LP relaxation rounded;
+its replicas are then placed on nodes and devices and its evictions given preemptors
+(`optsched.domain.assign`), and the plan is checked by the validator. The model's LP value bounds
+every valid plan on the existing nodes, so the plan's `gap` is a gap to the round.
+
+Where a pool may add nodes, the plan provisions them when the objective does not count `cost`
+(the default order does not), opening, per pool, the slots the model put replicas on.
+
+How lost work is priced against admitted value comes from the objective: a weighted objective's
+``disruption`` weight over its ``admitted_value`` weight; the default order (value first) prices it
+at `LOST_WEIGHT` (an eviction must buy value); an order that puts ``disruption`` first at
+`NO_EVICTION_PRICE`.
+
+At scale this is also the start plan of `cpsat` (`optsched.solvers.incumbent`), which then
+improves it neighbourhood by neighbourhood.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from optsched.budget import Budget
+from optsched.domain.assign import Assigned, assign
+from optsched.domain.model import LOST_WEIGHT, DomainModel, DomainSolution, build_model, solve_model, value_bound
+from optsched.latency import gc_paused
+from optsched.metrics import evaluate_problem
+from optsched.model.plan import Plan
+from optsched.model.stats import DomainStats, SolverStats
+from optsched.objective import Objective, ObjectiveSpec
+from optsched.problem import Problem
+from optsched.solvers.contract import RunSpec, SolverInfo
+from optsched.solvers.greedy import solve_greedy
+
+NO_EVICTION_PRICE = 1e4
+"""Price of lost work when the objective puts `disruption` before admitted value."""
+
+MIP_LEAST_S = 0.6
+"""The MIP is solved only with at least this many seconds for it; else the LP relaxation (0.08 s
+against 0.3-1.1 s for the MIP on mixed-cloud-10k with 1,000 jobs, and its rounded plan within 0.2%
+of the MIP's: a profile of this module)."""
+
+MIP_SHARE = 0.5
+"""Share of the time left that the MIP may take (the rest places, checks and evaluates)."""
+
+FINISH_SHARE = 0.97
+"""The plan is placed and checked by this share of the limit (the rest evaluates and stamps it: the
+whole call ends within about 1.05 x its limit on mixed-cloud-10k)."""
+
+BOUND_FINISH_S = 0.05
+"""Seconds kept for evaluating the plan when deciding whether the separate value LP still fits."""
+
+ASSIGN_SECONDS_PER_JOB = 3.5e-4
+"""Time to place, name preemptors and check, per queued job (0.29-0.35 s for 1,000 jobs on
+mixed-cloud-10k): kept back from the solve."""
+
+LP_SECONDS_PER_COLUMN = 1.5e-5
+"""HiGHS's time for the LP per column (0.08 s for 6,438 columns on mixed-cloud-10k with 1,000
+jobs), rounded up: the LP gets at least three times that, whatever the estimates left it."""
+
+
+START_SHARE = 0.3
+"""As the start plan of `cpsat`, the domain model's plan is ready by this share of a long limit
+(the neighbourhood steps improve it in the rest) ..."""
+
+START_LEAST_S = 1.0
+"""... but not before this many seconds from the start (a whole call at mixed-cloud-10k with 1,000
+jobs, LP route: 0.9-1.05 s)."""
+
+
+def domain_share(budget: Budget) -> float:
+    """Share of the limit by which the domain plan is ready as a start plan (`START_SHARE`)."""
+    return max(START_SHARE, min(FINISH_SHARE, START_LEAST_S / budget.limit))
+
+
+def lost_price(goal: Objective) -> float:
+    """The objective weight of lost work (GPU-equivalent hours) against admitted value (module docstring)."""
+    if goal.weights is not None:
+        value = float(goal.weights.get("admitted_value", 0.0))
+        lost = float(goal.weights.get("disruption", 0.0))
+        return max(lost / value, LOST_WEIGHT) if value > 0 else NO_EVICTION_PRICE
+    order = [t for t in goal.order if t in ("admitted_value", "disruption")]
+    return NO_EVICTION_PRICE if order and order[0] == "disruption" else LOST_WEIGHT
+
+
+@dataclass
+class DomainRun:
+    """One run of the domain path: the model, its solution, the plan (or why none) and timings."""
+
+    model: DomainModel
+    solution: DomainSolution
+    result: Assigned | str
+    integral: bool
+    assign_s: float
+    price: float
+
+    @property
+    def plan(self) -> Plan | None:
+        return self.result.plan if isinstance(self.result, Assigned) else None
+
+    def stats(self) -> DomainStats:
+        m, sol = self.model, self.solution
+        return DomainStats(
+            cells=m.cells.n, classes=m.cells.n_classes, columns=len(m.cost), rows=int(m.a.shape[0]),
+            nonzeros=int(m.a.nnz), victims=len(m.victims), integral=self.integral, highs_status=sol.status,
+            lost_price=self.price, model_value=sol.value, bound=sol.bound, build_s=round(m.build_s, 4),
+            solve_s=round(sol.seconds, 4), assign_s=round(self.assign_s, 4), admitted=len(sol.admitted),
+            evictions=len(sol.preempted) + len(sol.reclaimed),
+            kept_back=self.result.kept_back if isinstance(self.result, Assigned) else 0)
+
+
+def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float) -> DomainRun:
+    """Build, solve and assign the domain model, the plan ready by `until` (perf_counter seconds)
+    when the estimates hold; the bound is the model's value LP (computed apart when lost work is
+    priced, since a priced objective's dual bounds value only loosely, and where nodes may be
+provisioned, since the plan's solve leaves the provisioning slots out)."""
+    price = lost_price(goal)
+    m = build_model(p, price)
+    reserve = ASSIGN_SECONDS_PER_JOB * len(p.jobs)
+    left = until - time.perf_counter() - reserve
+    integral = left * MIP_SHARE >= MIP_LEAST_S
+    lp_least = 3 * LP_SECONDS_PER_COLUMN * len(m.cost)
+    provision = "cost" not in goal.terms()  # new nodes cost nothing the objective counts
+    sol = solve_model(m, left * MIP_SHARE if integral else max(lp_least, left), integral=integral,
+                      provision=provision)
+    if integral and sol.value is None:  # no MIP solution in time: its LP
+        integral = False
+        sol = solve_model(m, max(lp_least, until - time.perf_counter() - reserve), integral=False,
+                          provision=provision)
+    t = time.perf_counter()
+    result: Assigned | str
+    if sol.value is None:
+        result = f"HiGHS found no solution of the domain model ({sol.status})"
+    else:
+        result = assign(p, m.cells, sol, deadline=until)
+    assign_s = time.perf_counter() - t
+    if (price > LOST_WEIGHT or not provision) and sol.value is not None:
+        # the bound after the plan (it only reports): where time is left, the value LP
+        left = budget.end - time.perf_counter() - BOUND_FINISH_S
+        sol.bound = value_bound(m, left) if left >= lp_least else None
+    return DomainRun(m, sol, result, integral, assign_s, price)
+
+
+def solve_domain(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,
+                 started: float | None = None) -> Plan:
+    """The `domain` solver on a compiled problem (module docstring). Where the domain path gives no
+    plan (HiGHS found none in time, or a bug the validator caught), the best-fit plan is returned
+    with status `fallback` and the reason."""
+    with gc_paused():
+        budget = Budget.from_now(time_limit, started)
+        goal = Objective.parse(objective)
+        run = run_domain(p, goal, budget, until=budget.at(FINISH_SHARE))
+        plan = run.plan
+        stats = run.stats()
+        bound = run.solution.bound
+        if plan is None:
+            plan = solve_greedy(p, "best-fit", time_limit=max(0.0, budget.end - time.perf_counter()), seed=seed)
+            status, reason = "fallback", str(run.result)
+        else:
+            status, reason = "feasible", None
+        terms = evaluate_problem(p, plan).objective()
+        gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(bound, 1e-9))
+        if status == "feasible" and gap is not None and gap <= 1e-6:
+            status = "optimal"
+        solver = SolverStats(name="domain", status=status, bound=bound, gap=gap, wall_s=budget.elapsed(), seed=seed,
+                             reason=reason, route="domain model", domain=stats)
+        return plan.model_copy(update={"objective": terms, "solver": solver})
+
+
+def _run(p: Problem, run: RunSpec) -> Plan:
+    return solve_domain(p, objective=run.objective, time_limit=run.time_limit, seed=run.seed, started=run.started)
+
+
+SOLVERS = [SolverInfo("domain", "the round decided per leaf domain by a MILP (HiGHS), then placed on nodes", _run)]
+"""The `domain` solver (`optsched.solvers.registry`)."""
+
+
+__all__ = ["SOLVERS", "DomainRun", "domain_share", "lost_price", "run_domain", "solve_domain"]

@@ -1,0 +1,167 @@
+"""The domain path (`optsched.domain`, solver `domain`, and `cpsat`'s start plan at scale): every plan
+passes the validator, the domain model's value LP bounds every valid plan, and its decisions keep
+quota and eviction rules the validator judges."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from optsched import load_cluster, solve
+from optsched.bundled import DATA_DIR
+from optsched.check import check_problem
+from optsched.domain.model import build_model, solve_model, value_bound
+from optsched.generate import generate_queue
+from optsched.metrics import evaluate_problem
+from optsched.model import Cluster, Queue
+from optsched.problem import compile_problem
+from optsched.solvers.domain import NO_EVICTION_PRICE, lost_price, solve_domain
+from optsched.solvers.greedy import STRATEGIES, solve_greedy
+from optsched.solvers.kueue import solve_kueue
+from optsched.objective import Objective
+from tests.strategies import busy_rounds, contended_rounds, rounds
+from tests.test_cpsat import brute_force, tiny_rounds
+from tests.test_tenancy import CPU, cluster, job, running, tenant
+
+ROUNDS = st.one_of(rounds(max_nodes=8, max_jobs=8), busy_rounds(max_nodes=8, max_jobs=6),
+                   contended_rounds(max_nodes=4, max_jobs=10))
+"""Idle, busy and contended clusters (tenants, cohorts, trees, ResourceFlavors, provisionable pools
+where the cluster strategy draws them)."""
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=ROUNDS, weighted=st.booleans())
+def test_every_domain_plan_passes_the_check(data: tuple[Cluster, Queue], weighted: bool) -> None:
+    cluster_, queue = data
+    p = compile_problem(cluster_, queue)
+    objective = {"admitted_value": 1.0, "disruption": 2.0} if weighted else None
+    plan = solve_domain(p, objective=objective, time_limit=5.0)
+    assert not check_problem(p, plan), plan.solver.reason
+    assert plan.solver.name == "domain"
+    if plan.solver.status != "fallback":
+        assert plan.solver.domain is not None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tiny_rounds())
+def test_domain_bound_holds_against_the_brute_force_optimum(data: tuple[Cluster, Queue]) -> None:
+    """value <= optimum <= bound; a plan the path calls optimal is the optimum."""
+    cluster_, queue = data
+    p = compile_problem(cluster_, queue)
+    best = brute_force(p)["admitted_value"]
+    m = build_model(p)
+    bound = value_bound(m, 10.0)
+    assert bound is not None
+    assert bound >= best - 1e-6
+    plan = solve_domain(p, time_limit=5.0)
+    value = evaluate_problem(p, plan).admitted_value
+    assert value <= best + 1e-6
+    if plan.solver.status == "optimal" and not p.pool_max_nodes.sum():
+        assert value >= best - 1e-6
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=ROUNDS)
+def test_domain_bound_holds_for_every_solver(data: tuple[Cluster, Queue]) -> None:
+    """Plans that evict, borrow and reclaim included (`kueue`), and the domain path's own."""
+    cluster_, queue = data
+    p = compile_problem(cluster_, queue)
+    if any(v.migratable for v in p.running):
+        return  # the bound is not claimed where running jobs may migrate
+    bound = value_bound(build_model(p), 10.0)
+    assert bound is not None
+    plans = [solve_greedy(p, name) for name in STRATEGIES]
+    plans += [solve_kueue(p), solve_domain(p, time_limit=5.0)]
+    for plan in plans:
+        assert bound >= evaluate_problem(p, plan).admitted_value - 1e-6, plan.solver.name
+
+
+def test_quota_counts_what_running_jobs_already_borrow() -> None:
+    """Tenant a already borrows 8 of b's 16 CPUs (a job that may not be evicted). b's job of 12
+    CPUs would leave b lending 4, less than a borrows: it is not admitted (the more valuable job),
+    a's job of 4 more is (a then borrows 12 of 16), by the model and the plan alike."""
+    a_run = job("a-run", "a", cpus=16, preemptible=False)
+    c = cluster([tenant("a", 8), tenant("b", 16)], run=[running(a_run, "n0")], nodes=3)
+    queue = Queue.model_validate({"jobs": [job("b-1", "b", cpus=12, priority=10),
+                                           job("a-2", "a", cpus=4, priority=0)]})
+    p = compile_problem(c, queue)
+    sol = solve_model(build_model(p), 5.0)
+    assert {p.jobs[j].id for j in sol.admitted} == {"a-2"}
+    plan = solve_domain(p, time_limit=5.0)
+    assert not check_problem(p, plan)
+    assert {x.job for x in plan.placements} == {"a-2"}
+    bound = value_bound(build_model(p), 5.0)  # the LP admits part of b-1, never all of both
+    assert bound is not None and evaluate_problem(p, plan).admitted_value - 1e-9 <= bound < (12 + 4) / 32
+
+
+def test_evictions_follow_the_preemption_rules() -> None:
+    """A node full of a's low-priority preemptible jobs. b's job alone may not evict them (no
+    cohort): it waits. With a's high-priority job in the queue, a's jobs may be preempted (by it:
+    `within_tenant: lower_priority`), and every eviction names it."""
+    low = [job(f"a-low-{i}", "a", cpus=8, priority=0) for i in range(2)]
+    c = cluster([tenant("a", 32, cohort=None, within_tenant="lower_priority"), tenant("b", 32, cohort=None)],
+                run=[running(spec, "n0") for spec in low], nodes=1)
+    alone = compile_problem(c, Queue.model_validate({"jobs": [job("b-1", "b", cpus=8, priority=100)]}))
+    plan = solve_domain(alone, time_limit=5.0)
+    assert not check_problem(alone, plan)
+    assert not plan.evictions and not plan.placements
+    p = compile_problem(c, Queue.model_validate({"jobs": [job("a-high", "a", cpus=8, priority=100),
+                                                          job("b-1", "b", cpus=8, priority=100)]}))
+    plan = solve_domain(p, time_limit=5.0)
+    assert not check_problem(p, plan)
+    assert "a-high" in {x.job for x in plan.placements}
+    assert plan.evictions and all(e.by == "a-high" and e.reason == "preempted" for e in plan.evictions)
+
+
+def test_lost_work_price_follows_the_objective() -> None:
+    assert lost_price(Objective.parse(None)) < 0.01
+    assert lost_price(Objective.parse({"admitted_value": 1.0, "disruption": 3.0})) == 3.0
+    assert lost_price(Objective.parse(["disruption", "admitted_value"])) == NO_EVICTION_PRICE
+
+
+def test_required_topology_keeps_a_gang_in_one_leaf() -> None:
+    """Two leaves with 4 free GPUs each; a required-leaf gang of 6 GPUs fits nowhere, one of 4 fits:
+    the model admits only the one that fits in a leaf, and the bound says so (8 GPUs, not 10)."""
+    spec = {
+        "device_models": {"H100": {"memory_gib": 80}},
+        "topology": {"levels": ["leaf"], "domains": [{"id": "l0", "level": "leaf"}, {"id": "l1", "level": "leaf"}]},
+        "pools": [{"name": "res", "pricing": "reserved"}],
+        "nodes": [{"id": f"n{i}", "domain": f"l{i % 2}", "pool": "res",
+                   "capacity": {"cpu": 64 * CPU, "memory": 1 << 20}, "devices": {"model": "H100", "count": 2}}
+                  for i in range(4)],
+    }
+    c = Cluster.model_validate(spec)
+
+    def gang(id_: str, replicas: int) -> dict[str, object]:
+        return {"id": id_, "gang": True, "topology": {"level": "leaf", "mode": "required"},
+                "groups": [{"name": "w", "replicas": {"min": replicas, "max": replicas},
+                            "request": {"gpu": 2, "cpu": 1000}}]}
+
+    queue = Queue.model_validate({"jobs": [gang("six", 3), gang("four", 2)]})
+    p = compile_problem(c, queue)
+    bound = value_bound(build_model(p), 5.0)
+    assert bound is not None and bound < 8 + 1e-3  # 4 GPUs x 2 leaves; the six never fits
+    plan = solve_domain(p, time_limit=5.0)
+    assert not check_problem(p, plan)
+    assert {x.job for x in plan.placements} == {"four"}
+    assert {x.node for x in plan.placements} in ({"n0", "n2"}, {"n1", "n3"})
+
+
+def test_a_large_round_keeps_its_time_limit_and_starts_from_the_domain_plan() -> None:
+    """mixed-cloud-10k, 1,000 queued jobs at 2x load (a generous bound, not a benchmark: the
+    targets are measured in benchmarks/scale.py)."""
+    c = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    queue = generate_queue(c, "mixed", jobs=1000, load=2.0, seed=0)
+    start = time.perf_counter()
+    plan = solve(c, queue, solver="cpsat", time_limit=1.0)
+    wall = time.perf_counter() - start
+    assert wall < 2.5
+    p = compile_problem(c, queue)
+    assert not check_problem(p, plan)
+    assert plan.solver.domain is not None
+    assert plan.solver.route is not None and plan.solver.route.startswith("domain model")
+    assert plan.solver.status != "fallback"
+    assert plan.solver.bound is not None and plan.solver.gap is not None

@@ -39,10 +39,11 @@ from optsched.solvers.greedy import solve_greedy
 NO_EVICTION_PRICE = 1e4
 """Price of lost work when the objective puts `disruption` before admitted value."""
 
-MIP_LEAST_S = 0.6
-"""The MIP is solved only with at least this many seconds for it; else the LP relaxation (0.08 s
-against 0.3-1.1 s for the MIP on mixed-cloud-10k with 1,000 jobs, and its rounded plan within 0.2%
-of the MIP's: a profile of this module)."""
+MIP_SECONDS_PER_COLUMN = 1e-4
+"""HiGHS's time for the MIP per column, rounded up (optimal in 0.31-0.33 s for 4.0-4.3k columns on
+mixed-cloud-10k with 1,000 jobs, 0.008-0.022 s for 300-740 columns on dgx-h100-1k and ascend-910b-4k;
+the LP takes 0.004-0.05 s there). The MIP is solved when twice this estimate fits its share of
+the time left, else the LP relaxation, rounded (within 0.5% of the MIP's plan on mixed-cloud-10k)."""
 
 MIP_SHARE = 0.5
 """Share of the time left that the MIP may take (the rest places, checks and evaluates)."""
@@ -122,7 +123,7 @@ provisioned, since the plan's solve leaves the provisioning slots out)."""
     m = build_model(p, price)
     reserve = ASSIGN_SECONDS_PER_JOB * len(p.jobs)
     left = until - time.perf_counter() - reserve
-    integral = left * MIP_SHARE >= MIP_LEAST_S
+    integral = left * MIP_SHARE >= 2 * MIP_SECONDS_PER_COLUMN * len(m.cost)
     lp_least = 3 * LP_SECONDS_PER_COLUMN * len(m.cost)
     provision = "cost" not in goal.terms()  # new nodes cost nothing the objective counts
     sol = solve_model(m, left * MIP_SHARE if integral else max(lp_least, left), integral=integral,

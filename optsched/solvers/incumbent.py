@@ -225,6 +225,4 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
                                         cut=kueue_cut)
         if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
             fallback, cut = kueue, kueue_cut  # Kueue's order wins ties
-    if ran is not None:
-        found["hint"] = fallback.solver.name
     return Start(p, name, goal, budget, seed, fallback, may_go, cut=cut, found=found, domain=ran)

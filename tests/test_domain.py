@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,11 +16,11 @@ from optsched.domain.model import build_model, solve_model, value_bound
 from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Queue
+from optsched.objective import Objective
 from optsched.problem import compile_problem
 from optsched.solvers.domain import NO_EVICTION_PRICE, lost_price, solve_domain
 from optsched.solvers.greedy import STRATEGIES, solve_greedy
 from optsched.solvers.kueue import solve_kueue
-from optsched.objective import Objective
 from tests.strategies import busy_rounds, contended_rounds, rounds
 from tests.test_cpsat import brute_force, tiny_rounds
 from tests.test_tenancy import CPU, cluster, job, running, tenant

@@ -42,8 +42,9 @@ NO_EVICTION_PRICE = 1e4
 MIP_SECONDS_PER_COLUMN = 1e-4
 """HiGHS's time for the MIP per column, rounded up (optimal in 0.31-0.33 s for 4.0-4.3k columns on
 mixed-cloud-10k with 1,000 jobs, 0.008-0.022 s for 300-740 columns on dgx-h100-1k and ascend-910b-4k;
-the LP takes 0.004-0.05 s there). The MIP is solved when twice this estimate fits its share of
-the time left, else the LP relaxation, rounded (within 0.5% of the MIP's plan on mixed-cloud-10k)."""
+the LP takes 0.004-0.05 s there). The LP relaxation is solved first (its rounded solution is the
+plan where nothing better comes); the MIP then runs when twice this estimate fits its share of the
+time left, abandoned at that share's end (on the 102,400-GPU round it did not finish in 7.6 s)."""
 
 MIP_SHARE = 0.5
 """Share of the time left that the MIP may take (the rest places, checks and evaluates)."""
@@ -73,9 +74,12 @@ START_LEAST_S = 1.0
 jobs, LP route: 0.9-1.05 s)."""
 
 
-def domain_share(budget: Budget) -> float:
-    """Share of the limit by which the domain plan is ready as a start plan (`START_SHARE`)."""
-    return max(START_SHARE, min(FINISH_SHARE, START_LEAST_S / budget.limit))
+def domain_share(budget: Budget, p: Problem) -> float:
+    """Share of the limit by which the domain plan is ready as a start plan (`START_SHARE`, but
+    at least `START_LEAST_S` plus the placement's estimate, 1.5 x `ASSIGN_SECONDS_PER_JOB` per
+    queued job: on the 102,400-GPU round placing 10,000 jobs took 3.9 s)."""
+    need = START_LEAST_S + 1.5 * ASSIGN_SECONDS_PER_JOB * len(p.jobs)
+    return max(START_SHARE, min(FINISH_SHARE, need / budget.limit))
 
 
 def lost_price(goal: Objective) -> float:
@@ -115,23 +119,28 @@ class DomainRun:
 
 
 def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float) -> DomainRun:
-    """Build, solve and assign the domain model, the plan ready by `until` (perf_counter seconds)
-    when the estimates hold; the bound is the model's value LP (computed apart when lost work is
-    priced, since a priced objective's dual bounds value only loosely, and where nodes may be
-provisioned, since the plan's solve leaves the provisioning slots out)."""
+    """Build, solve (the LP, then the MIP where it fits) and assign the domain model, the plan
+    ready by `until` (perf_counter seconds) when the estimates hold. The bound is the model's value
+    LP: computed apart when lost work is priced (a priced objective's dual bounds value only
+    loosely) and where the plan's solve leaves the provisioning slots out."""
     price = lost_price(goal)
     m = build_model(p, price)
     reserve = ASSIGN_SECONDS_PER_JOB * len(p.jobs)
     left = until - time.perf_counter() - reserve
-    integral = left * MIP_SHARE >= 2 * MIP_SECONDS_PER_COLUMN * len(m.cost)
+    integral = False
     lp_least = 3 * LP_SECONDS_PER_COLUMN * len(m.cost)
     provision = "cost" not in goal.terms()  # new nodes cost nothing the objective counts
-    sol = solve_model(m, left * MIP_SHARE if integral else max(lp_least, left), integral=integral,
-                      provision=provision)
-    if integral and sol.value is None:  # no MIP solution in time: its LP
-        integral = False
-        sol = solve_model(m, max(lp_least, until - time.perf_counter() - reserve), integral=False,
-                          provision=provision)
+    sol = solve_model(m, max(lp_least, left), integral=False, provision=provision)  # the LP first: a plan to keep
+    left = until - time.perf_counter() - reserve
+    if sol.value is not None and left * MIP_SHARE >= 2 * MIP_SECONDS_PER_COLUMN * len(m.cost):
+        mip = solve_model(m, left * MIP_SHARE, integral=True, provision=provision)
+        if mip.value is not None:
+            mip.bound = min(b for b in (mip.bound, sol.bound) if b is not None) \
+                if mip.bound is not None or sol.bound is not None else None
+            mip.seconds += sol.seconds
+            sol, integral = mip, True
+        else:
+            sol.status = f"LP (the MIP: {mip.status})"
     t = time.perf_counter()
     result: Assigned | str
     if sol.value is None:

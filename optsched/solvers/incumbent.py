@@ -182,7 +182,7 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     given = hint is not None  # a hint (an initial plan) replaces every candidate below
     ran: DomainRun | None = None
     if not given and domain and p.jobs:
-        ran = run_domain(p, goal, budget, until=budget.at(domain_share(budget)))
+        ran = run_domain(p, goal, budget, until=budget.at(domain_share(budget, p)))
         if ran.plan is not None:
             plan = ran.plan.model_copy(update={"objective": evaluate_problem(p, ran.plan).objective()})
             ran.result = Assigned(plan, ran.result.kept_back) if isinstance(ran.result, Assigned) else ran.result

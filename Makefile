@@ -47,7 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fgd.py
 	$(BIN)/python benchmarks/pareto.py
 	$(BIN)/python benchmarks/cost.py
-	$(BIN)/python benchmarks/scale.py --out benchmarks/results
+	$(BIN)/python benchmarks/scale.py --huge --curve --out benchmarks/results
 	$(BIN)/python benchmarks/startup.py --out benchmarks/results
 	$(BIN)/python benchmarks/service.py --out benchmarks/results
 	$(BIN)/python benchmarks/timelimit.py

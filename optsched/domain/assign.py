@@ -200,24 +200,22 @@ def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedRep
 
 def _put_back(engine: DomainEngine, victim: JobSpec, placed: dict[str, list[PlacedReplica]],
               deferred: dict[str, tuple[str, str]]) -> None:
-    """Return a victim to where it ran, taking off the queued jobs whose replicas hold its room."""
+    """Return a victim to where it ran, taking off queued jobs with replicas on its nodes, lowest
+    priority (then newest) first, only until its nodes and devices hold it again."""
     p, ledger = engine.p, engine.ledger
     ledger.add_running(victim)
     nodes = sorted({pl.node for pl in victim.placements})
-    devices = {d for pl in victim.placements for d in pl.devices}
-    for job in list(p.jobs):
-        reps = placed.get(job.id)
-        if not reps:
-            continue
+    devices = sorted({d for pl in victim.placements for d in pl.devices})
+    on = set(nodes)
+    holders = sorted((p.jobs[p.job_index[j]] for j, reps in placed.items() if any(r.node in on for r in reps)),
+                     key=lambda j: (j.priority, -j.submitted_at, -j.index))
+    for job in holders:
         over = ledger.used[nodes] > p.cap[nodes] + EPS * np.maximum(1.0, p.cap[nodes])
-        dev_over = [d for d in devices if ledger.dev_used[d] > 1.0 + EPS]
-        if not over.any() and not dev_over:
+        if not over.any() and not any(ledger.dev_used[d] > 1.0 + EPS for d in devices):
             return
-        if any(r.node in nodes for r in reps):
-            engine.rollback(job, list(reps))
-            del placed[job.id]
-            deferred[job.id] = ("capacity", f"the nodes of running job {victim.id} were kept for it: no job "
-                                            "admitted in this plan may evict it")
+        engine.rollback(job, list(placed.pop(job.id)))
+        deferred[job.id] = ("capacity", f"the nodes of running job {victim.id} were kept for it: no job "
+                                        "admitted in this plan may evict it")
 
 
 @dataclass(frozen=True)

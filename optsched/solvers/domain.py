@@ -74,6 +74,19 @@ START_LEAST_S = 1.0
 jobs, LP route: 0.9-1.05 s)."""
 
 
+SECONDS_PER_JOB = 6e-4
+"""The domain path per queued job once the round's preemption tables exist (build 0.1-0.2 s, LP
+0.05 s, placement and check 0.4-0.45 s for 1,000 jobs on mixed-cloud-10k; 4.5 s for 10,000 on the
+102,400-GPU round): as a
+start plan it runs only when this estimate fits before its share of the limit (at 0.5 s on
+mixed-cloud-10k it did not, and its placement, cut by the clock, placed nothing)."""
+
+
+def fits(budget: Budget, p: Problem) -> bool:
+    """Whether the domain path should end before its share of the limit (`SECONDS_PER_JOB`)."""
+    return budget.left(domain_share(budget, p)) >= SECONDS_PER_JOB * len(p.jobs)
+
+
 def domain_share(budget: Budget, p: Problem) -> float:
     """Share of the limit by which the domain plan is ready as a start plan (`START_SHARE`, but
     at least `START_LEAST_S` plus the placement's estimate, 1.5 x `ASSIGN_SECONDS_PER_JOB` per
@@ -189,4 +202,4 @@ SOLVERS = [SolverInfo("domain", "the round decided per leaf domain by a MILP (Hi
 """The `domain` solver (`optsched.solvers.registry`)."""
 
 
-__all__ = ["SOLVERS", "DomainRun", "domain_share", "lost_price", "run_domain", "solve_domain"]
+__all__ = ["SOLVERS", "DomainRun", "domain_share", "fits", "lost_price", "run_domain", "solve_domain"]

@@ -27,6 +27,7 @@ from optsched.roundmodel.decode import NOT_ADMITTED
 from optsched.solvers import guided
 from optsched.solvers.bound import ValueBound, relaxed_base, value_bound
 from optsched.solvers.domain import DomainRun, domain_share, run_domain
+from optsched.solvers.domain import fits as domain_fits
 from optsched.solvers.greedy import STRATEGIES
 from optsched.solvers.portfolio import GREEDY_ORDER, solve_portfolio
 from optsched.view import PlanView
@@ -88,7 +89,8 @@ class Start:
         terms = self.fallback.objective or evaluate_problem(self.p, self.fallback).objective()
         stats = SolverStats(name=self.name, status="fallback", seed=self.seed, wall_s=self.budget.elapsed(),
                             start=StartStats(**self.found, hint=self.fallback.solver.name),
-                            reason="the start plan search used the whole time limit")
+                            reason="the start plan search used the whole time limit",
+                            domain=None if self.domain is None else self.domain.stats())
         return self.fallback.model_copy(update={"objective": terms, "solver": stats})
 
     def settle(self, plan: Plan, terms: dict[str, float], *, optimal: bool, proven: bool, model_bound: float | None,
@@ -181,7 +183,7 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     time_limit, start = budget.limit, budget.start
     given = hint is not None  # a hint (an initial plan) replaces every candidate below
     ran: DomainRun | None = None
-    if not given and domain and p.jobs:
+    if not given and domain and p.jobs and domain_fits(budget, p):
         ran = run_domain(p, goal, budget, until=budget.at(domain_share(budget, p)))
         if ran.plan is not None:
             plan = ran.plan.model_copy(update={"objective": evaluate_problem(p, ran.plan).objective()})

@@ -70,26 +70,11 @@ class DomainEngine(GreedyEngine):
 
     def _in_bins(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
         """The nodes of the group's bins that still have replicas to take (the model's count per
-        bin, less the group's replicas placed there), or None when the model gave it none. The
-        model does not see colocation: the device groups of a job whose groups must share a domain
-        keep the classes (device model and flavors) of all its device groups' bins and their own
-        total count, on any leaf, and its groups without devices go anywhere."""
+        bin, less the group's replicas placed there), or None when the model gave it none."""
         bins = self.sol.replicas.get((job.index, group.index))
         if bins is None:
             return None
         n = self.cells.n
-        if job.colocate:
-            if not group.uses_devices:
-                return None
-            classes: dict[int, int] = {}  # every device group's classes, with this group's count
-            for other in job.groups:
-                for b in self.sol.replicas.get((job.index, other.index), {}) if other.uses_devices else ():
-                    classes[n + int(self.cells.cls[b]) if b < n else b] = 0
-            total = sum(bins.values())
-            taken_all = sum(1 for r in placed if r.group == group.index)
-            if taken_all >= total:
-                return np.zeros(self.p.n_nodes, dtype=bool)
-            bins = {c: total for c in classes}
         node_bin = self.node_bin[0] if min(bins) < n else self.node_bin[1]
         taken: dict[int, int] = {}
         for r in placed:

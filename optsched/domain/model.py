@@ -176,9 +176,17 @@ def _size(group_gpu: float, cpu_req: float, speed: FArray, models: IArray) -> FA
     return np.full(len(models), cpu_req / CPU_PER_GPU_EQUIVALENT)
 
 
-def _topological(p: Problem, job: JobSpec) -> bool:
-    """Whether the job is decided per cell: a gang bound to one domain of a topology level."""
-    return bool(job.gang and job.topo_required and job.topo_level is not None and job.topo_level < p.n_levels)
+def _binding(p: Problem, job: JobSpec) -> tuple[int, frozenset[int]] | None:
+    """(topology level, groups) that must share one domain of that level, decided per cell: every
+    group of a job with a `required` topology, or the groups of its first `colocate` rule (any
+    further rule is left to the placement: dropping it only loosens the model); None when nothing
+    binds the job above the node level."""
+    if job.topo_required and job.topo_level is not None and job.topo_level < p.n_levels:
+        return job.topo_level, frozenset(range(len(job.groups)))
+    for groups, level in job.colocate:
+        if level < p.n_levels:
+            return level, frozenset(groups)
+    return None
 
 
 def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
@@ -229,8 +237,9 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
         job = p.jobs[int(jobs_of_kind[0])]
         n_k = len(jobs_of_kind)
         weight = priority_weight(job.priority)
-        per_cell_bins = _topological(p, job)
+        bound_to = _binding(p, job)
         for g in job.groups:
+            per_cell_bins = bound_to is not None and g.index in bound_to[1]
             shape = (*eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmax)
             cached = fit_cache.get(shape)
             if cached is not None:
@@ -439,18 +448,21 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
                 rows.add(np.full(2 * len(ts), r), np.concatenate([bs, bs + 1]),
                          np.concatenate([np.ones(len(ts)), -np.ones(len(ts))]))
 
-    # ---------------------------------------------------------------- T1, T2: required topology
+    # ---------------------------------------------------------------- T1, T2: required topology, colocation
     y_first = n_cols + extra_cols
     n_y = 0
     y_kind: list[IArray] = []
     y_dom: list[IArray] = []
     by_kind: dict[int, list[tuple[int, IArray, IArray, IArray]]] = {}
+    level_of: dict[int, int] = {}
     for k, gi, zm, ze, where, _fit in group_cols:
-        if _topological(p, p.jobs[int(kinds[k][0])]):
+        bound_to = _binding(p, p.jobs[int(kinds[k][0])])
+        if bound_to is not None and gi in bound_to[1]:
             by_kind.setdefault(k, []).append((gi, zm, ze, where))
+            level_of[k] = bound_to[0]
     for k, parts in by_kind.items():
         job = p.jobs[int(kinds[k][0])]
-        at = cells.at_level(p, job.topo_level or 0)
+        at = cells.at_level(p, level_of[k])
         doms = np.unique(np.concatenate([at[where] for *_, where in parts]))
         ycol = y_first + n_y + np.arange(len(doms))
         y_kind.append(np.full(len(doms), k))
@@ -461,7 +473,7 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
         for gi, zm, ze, where in parts:  # T2: a domain holds its jobs' replicas
             g = job.groups[gi]
             pos = np.searchsorted(doms, at[where])
-            for part, count, low in ((zm, g.rmin, 0.0), (ze, g.rmax - g.rmin, -np.inf)):
+            for part, count, low in ((zm, g.rmin, 0.0 if job.gang else -np.inf), (ze, g.rmax - g.rmin, -np.inf)):
                 if not len(part):
                     continue
                 first = rows.new(len(doms), low, 0.0)
@@ -593,16 +605,21 @@ def _split_kinds(m: DomainModel, x: FArray, out: DomainSolution) -> None:
         admitted = min(len(members), round(float(x[k])))
         if admitted <= 0:
             continue
-        at = m.cells.at_level(p, job0.topo_level) if k in domains and job0.topo_level is not None else None
+        bound_to = _binding(p, job0)
+        at = m.cells.at_level(p, bound_to[0]) if k in domains and bound_to is not None else None
         for i, j in enumerate(members[:admitted].tolist()):
             dom = domains[k][i] if k in domains and i < len(domains[k]) else None
             for g in job0.groups:
+                if bound_to is None or g.index not in bound_to[1]:
+                    dom_g = None
+                else:
+                    dom_g = dom
                 for elastic, count in ((False, g.rmin), (True, g.rmax - g.rmin)):
                     pool = pools.get((k, g.index, elastic), {})
                     if not pool or count <= 0:
                         continue
-                    if dom is not None and at is not None:  # only the cells of its domain
-                        mine = {b: n for b, n in pool.items() if at[b] == dom}
+                    if dom_g is not None and at is not None:  # only the cells of its domain
+                        mine = {b: n for b, n in pool.items() if at[b] == dom_g}
                         got = _take(mine, count)
                         for b, n in got.items():
                             pool[b] -= n

@@ -2,12 +2,14 @@
 
 Symbols as in docs/formulation.md, section "Domain model". Columns:
 
-- ``x[j]`` in {0, 1}: queued job j admitted;
+- ``x[k]`` in 0..n_k: queued jobs of kind k admitted (identical jobs are one kind: `job_kinds`;
+  the rows below are written per job j, as in the docs, and hold per kind with x[k] for x[j]);
 - ``zm[g, c]``, ``ze[g, c]`` integer >= 0: replicas of group g below its `min`, and elastic ones,
   in cell c (only where a node of c could hold one: ``fit[g, c] > 0``);
 - ``ep[v]``, ``er[v]`` in {0, 1}: running job v evicted as ``preempted`` / ``reclaimed`` (only
   running jobs some queued job may evict: `preemption.evictable_jobs`);
-- ``y[j, d]`` in {0, 1}: gang job j with a `required` topology runs inside domain d of its level;
+- ``y[j, d]`` in {0, 1}: job j's bound groups (a `required` topology, or its first `colocate`
+  rule) run inside domain d of that level (`_binding`);
 - ``b[t, f]``, ``l[t, f]`` >= 0: what tenant t borrows and lends of flavor f (flat cohorts).
 
 Rows (every valid plan on the existing nodes satisfies them, so the LP optimum bounds its value):
@@ -31,7 +33,8 @@ Rows (every valid plan on the existing nodes satisfies them, so the LP optimum b
   u <= nominal (no cohort), u - b <= nominal and b <= borrowing_limit (a cohort);
   Q2  flat cohort: l <= lending_limit, l + u - b <= nominal, sum (b - l) <= 0; a bound already
   broken before the round is loosened to where it stands (the validator judges what a plan adds);
-- T1  sum_d y[j, d] = x[j]; T2  zm + ze <= fit[g, c] y[j, dom(c)].
+- T1  sum_d y[k, d] = x[k]; T2  per bound group and domain, sum_{c in d} zm[g, c] = rmin y[k, d]
+  (<= for a job that is not a gang) and sum_{c in d} ze[g, c] <= (rmax - rmin) y[k, d].
 
 Objective: max sum value[g, c] (zm + 0.5 ze) - LOST_WEIGHT x lost[v] (ep + er), the admitted value of
 `optsched.metrics` (priority weight x GPU-equivalents x the cell's speed) with the work an eviction
@@ -39,10 +42,10 @@ loses as a small second term. The bound is the objective's LP (or MIP dual) valu
 left out.
 
 Dropped (which only loosens it): spread, ratios, interconnect groups, uplink bandwidth, preferred
-topology, colocation, the plan-dependent parts of the preemption rules (a reclaiming job's tenant
-ending within nominal, rule 5 beyond a job's least usage, hierarchical cohorts past each tenant's
-borrowing limit), migrations (the bound is not reported when a running job is migratable) and
-provisioning (existing nodes only).
+topology, colocation rules after a job's first, the plan-dependent parts of the preemption rules (a
+reclaiming job's tenant ending within nominal, rule 5 beyond a job's least usage, hierarchical
+cohorts past each tenant's borrowing limit) and migrations (the bound is not reported when a
+running job is migratable). Provisioning slots are cells of their own: the bound counts them.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from optsched.domain.model import DomainSolution
 from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
-from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, kube_order, to_plan
+from optsched.solvers.greedy import STRATEGIES, GreedyEngine, kube_order, to_plan
 
 PLACEMENT = "best-fit"
 """The node score replicas are placed with inside their bins."""
@@ -100,12 +100,6 @@ class DomainEngine(GreedyEngine):
         if mine is None:
             return extra
         return mine if extra is None else extra & mine
-
-    def admit(self, job: JobSpec) -> Attempt:
-        """Place the job: in its bins on the first pass over the admitted jobs, anywhere after."""
-        if self.in_bins:
-            return self.place_job(job)
-        return self.place_job(job)
 
     def run_passes(self, deadline: float) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
         """The admitted jobs in their bins (those bound to one domain first, each part in priority

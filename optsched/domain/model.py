@@ -71,7 +71,7 @@ from optsched.problem import (
     Problem,
     priority_weight,
 )
-from optsched.solvers.bound import relaxed_base
+from optsched.solvers.bound import EligibleFits, relaxed_base
 
 LOST_WEIGHT = 1e-3
 """Default objective weight of a GPU-equivalent hour of lost work against one unit of admitted
@@ -230,8 +230,8 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
     z_val: list[FArray] = []
     fit_cache: dict[tuple[object, ...], FArray] = {}
     per_cell: FArray
-    share_slots: dict[float, FArray] = {}
     real = cells.node_cell >= 0
+    node_fits = EligibleFits(p, relaxed, real)
     n_z = 0
     group_cols: list[tuple[int, int, IArray, IArray, IArray, FArray]] = []
     """(kind, group, zm columns, ze columns, bins, fit) per group."""
@@ -248,13 +248,7 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
             if cached is not None:
                 per_cell = cached
             else:
-                nodes = np.flatnonzero(eligibility.mask(p, job, g) & real)
-                slots = None
-                if g.share and not g.whole:
-                    slots = share_slots.get(g.share)
-                    if slots is None:
-                        slots = share_slots[g.share] = relaxed.share_slots(g.share)
-                counts = relaxed.replicas_fit(g, nodes, slots).astype(float)
+                nodes, counts = node_fits(job, g)
                 per_cell = fit_cache[shape] = np.bincount(cells.node_cell[nodes], weights=counts,
                                                           minlength=n_cells).astype(float)
             if per_cell_bins:

@@ -85,6 +85,30 @@ class _Rows:
         return coo_array((vs, (rows, cs)), shape=(len(b), n)), np.array(b)
 
 
+class EligibleFits:
+    """Per replica shape, how many replicas each node it may use (among `real`) could hold alone
+    on `base` (`Ledger.replicas_fit`): (nodes, counts), computed once per shape. Shared by the
+    aggregate bound and the domain model (`optsched.domain.model`)."""
+
+    def __init__(self, p: Problem, base: Ledger, real: np.ndarray) -> None:
+        self.p, self.base, self.real = p, base, real
+        self._by_shape: dict[tuple[object, ...], tuple[np.ndarray, FArray]] = {}
+        self._share_slots: dict[float, FArray] = {}
+
+    def __call__(self, job: JobSpec, g: GroupSpec) -> tuple[np.ndarray, FArray]:
+        shape = (*eligibility.shape_key(self.p, job, g), g.gpu, g.share, g.rmax)
+        got = self._by_shape.get(shape)
+        if got is None:
+            nodes = np.flatnonzero(eligibility.mask(self.p, job, g) & self.real)
+            slots = None
+            if g.share and not g.whole:
+                slots = self._share_slots.get(g.share)
+                if slots is None:
+                    slots = self._share_slots[g.share] = self.base.share_slots(g.share)
+            got = self._by_shape[shape] = (nodes, self.base.replicas_fit(g, nodes, slots).astype(float))
+        return got
+
+
 def _group_size(p: Problem, group: GroupSpec, cls: int) -> float:
     """GPU-equivalents x speed of one replica of `group` on a node of device model `cls`."""
     if group.gpu > 0:
@@ -151,7 +175,7 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
     rows = _Rows()
     per_class: dict[int, list[tuple[GroupSpec, int, int | None]]] = {int(c): [] for c in classes}
     fit_cache: dict[tuple[object, ...], dict[int, float]] = {}
-    share_slots: dict[float, FArray] = {}
+    node_fits = EligibleFits(p, base, real)
 
     def new_var(coef: float, ub: float) -> int:
         nonlocal n_vars
@@ -183,13 +207,7 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
             shape = (*eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmax)
             fits = fit_cache.get(shape)
             if fits is None:
-                nodes = np.flatnonzero(eligibility.mask(p, job, g) & real)
-                slots = None
-                if g.share and not g.whole:
-                    slots = share_slots.get(g.share)
-                    if slots is None:
-                        slots = share_slots[g.share] = base.share_slots(g.share)
-                counts = base.replicas_fit(g, nodes, slots).astype(float)
+                nodes, counts = node_fits(job, g)
                 by_cls = np.bincount(np.searchsorted(classes, cls_of_node[nodes]), weights=counts,
                                      minlength=len(classes))
                 fits = fit_cache[shape] = {int(c): float(n) for c, n in zip(classes, by_cls, strict=True) if n > 0}

@@ -74,12 +74,13 @@ START_LEAST_S = 1.0
 jobs, LP route: 0.9-1.05 s)."""
 
 
-SECONDS_PER_JOB = 6e-4
-"""The domain path per queued job once the round's preemption tables exist (build 0.1-0.2 s, LP
-0.05 s, placement and check 0.4-0.45 s for 1,000 jobs on mixed-cloud-10k; 4.5 s for 10,000 on the
-102,400-GPU round): as a
-start plan it runs only when this estimate fits before its share of the limit (at 0.5 s on
-mixed-cloud-10k it did not, and its placement, cut by the clock, placed nothing)."""
+SECONDS_PER_JOB = 4.5e-4
+"""The domain path per queued job once the round's preemption tables exist, its typical time
+(build 0.1-0.2 s, LP 0.1 s, placement and check 0.4-0.45 s for 1,000 jobs on mixed-cloud-10k; 5.5 s
+for 10,000 on the 102,400-GPU round): as a start plan it runs only when this fits before its share
+of the limit. At 0.5 s on mixed-cloud-10k it does not (its placement, cut by the clock, placed
+nothing); with 6e-4 the gate also turned it away at 1 s on 2 of 5 rounds of a slow moment, and the
+round fell back to a cut Kueue plan (0.78 x Kueue's value)."""
 
 
 def fits(budget: Budget, p: Problem) -> bool:

@@ -19,8 +19,10 @@ from optsched.model.base import Frozen, NonNeg
 SolverStatus = Literal["optimal", "feasible", "fallback", "timeout_no_improvement", "heuristic"]
 
 STATUS_MEANING: dict[str, str] = {
-    "optimal": "the model solved (on large rounds a restriction of the round) was proven optimal",
-    "feasible": "a model plan better than the start plan, not proven optimal (`gap` says how far at most)",
+    "optimal": "the model solved (on large rounds a restriction of the round) was proven optimal; for the "
+               "domain model, the plan meets the round's bound",
+    "feasible": "a model's plan, not proven optimal (`gap` says how far at most): the domain model's, or a "
+                "node-level model's better than the start plan",
     "fallback": "no model plan beat the start plan within the limit; the best baseline is returned",
     "timeout_no_improvement": "not produced by the solvers of this version (kept so that older plans load)",
     "heuristic": "a baseline's plan: no model was solved, no bound is claimed",

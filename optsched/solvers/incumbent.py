@@ -121,6 +121,11 @@ class Start:
         Where nodes may be provisioned, the LP bound (existing nodes only) is reported as
         `lp_bound_existing_nodes`, not as the round's bound."""
         p = self.p
+        if status == "fallback" and plan is self.fallback and self.from_domain:
+            # the start plan is the domain model's: a model's plan the node-level search did not beat
+            status = "feasible"
+            why = fields.get("reason")
+            fields = {**fields, "reason": "the domain model's plan" + (f" ({why})" if why else "")}
         terms = self.fallback_terms if plan is self.fallback \
             else (plan.objective or evaluate_problem(p, plan).objective())
         lp = None if self.lp is None else self.lp.value

@@ -113,13 +113,12 @@ def _steps(p: Problem, begin: Start, goal: Objective, budget: Budget, model_s: f
            num_workers: int) -> Plan:
     """The eviction steps (where the start plan evicts), then the placement neighbourhoods."""
     finish, fallback = begin.finish, begin.fallback
-    unimproved = "feasible" if begin.from_domain else "fallback"  # the domain plan is a model's plan
     if begin.from_domain:
         route = f"domain model, then {route}"
     if budget.left(SOLVE_BY) < MIN_MODEL_SHARE * budget.limit:
-        why = "the domain model's plan: no time was left to improve it" if begin.from_domain else \
+        why = "no time was left to improve it" if begin.from_domain else \
             f"a model would take about {model_s:.1f} s to build and the baselines used the time"
-        return finish(fallback, unimproved, route=route, reason=why)
+        return finish(fallback, "fallback", route=route, reason=why)
     current, improved = fallback, 0
     rows: list[StepStats] = []
     if fallback.evictions:  # first re-decide the evictions, with a share of the time left
@@ -133,7 +132,7 @@ def _steps(p: Problem, begin: Start, goal: Objective, budget: Budget, model_s: f
     steps = rows + log.rows
     reason = f"a whole model would take about {model_s:.1f} s to build: neighbourhood search"
     if improved + log.improved == 0:
-        return finish(fallback, unimproved, route=route, steps=steps, reason=reason)
+        return finish(fallback, "fallback", route=route, steps=steps, reason=reason)
     return finish(better, "feasible", route=route, steps=steps, reason=reason, improved=improved + log.improved)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from optsched.budget import (
+    DOMAIN_FROM_BUILD_S,
     HIGHS_FIRST_LEVEL_SHARE,
     HINT_SHARE,
     MILP_ENCODE_BY,
@@ -35,6 +36,7 @@ from optsched.budget import (
     TRANSLATE_SHARE,
     Budget,
     candidate_cap,
+    estimate_build_s,
 )
 from optsched.check import check_problem
 from optsched.concerns import value
@@ -148,13 +150,13 @@ def solve_milp(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float
 def _solve_milp(p: Problem, *, objective: ObjectiveSpec, budget: Budget, seed: int, mip_gap: float,
                 max_candidates: int | None, hint: Plan | None, verify: bool) -> Plan:
     goal = Objective.parse(objective)
+    cap = candidate_cap(p) if max_candidates is None else max_candidates
     begin = starting_plan(p, "milp", objective=objective, budget=budget, seed=seed, hint=hint,
-                          share=START_SHARE_WHOLE)
+                          share=START_SHARE_WHOLE, domain=estimate_build_s(p, cap) >= DOMAIN_FROM_BUILD_S)
     if begin.cut:
         return begin.cut_short()
     begin.guide(START_SHARE_WHOLE)
     fallback, finish = begin.fallback, begin.finish
-    cap = candidate_cap(p) if max_candidates is None else max_candidates
     evictable = begin.may_go[:MAX_EVICTABLE]
     r = RoundModel.whole_round(p, evictable, max_candidates=cap, hint=fallback, wanted=goal.terms(),
                                provision=bool(p.pool_max_nodes.sum() > 0))

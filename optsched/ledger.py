@@ -495,16 +495,17 @@ class Ledger:
         return np.bincount(p.dev_node, weights=per_dev, minlength=p.n_nodes).astype(float)
 
     def replicas_fit(self, group: GroupSpec, nodes: IArray, share_slots: FArray | None = None,
-                     slack: float = EPS) -> IArray:
+                     slack: float = EPS, most: int | None = None) -> IArray:
         """Most replicas of `group` each of `nodes` could hold alone (resources and devices), vectorised.
 
         `share_slots` is `share_slots(group.share)` when the caller already has it; `slack` is
-        added to every free resource amount before dividing (a larger one only overestimates).
+        added to every free resource amount before dividing (a larger one only overestimates);
+        `most` caps the count (default: the group's `max`, what one job can place).
         """
         p = self.problem
         free = p.cap[nodes] - self.used[nodes]
         need = group.req > 0
-        n = np.full(len(nodes), float(group.rmax))
+        n = np.full(len(nodes), float(group.rmax if most is None else most))
         if need.any():
             n = np.minimum(n, np.floor((free[:, need] + slack) / group.req[need]).min(axis=1))
         if group.whole:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Queue
 from optsched.objective import Objective
 from optsched.problem import compile_problem
-from optsched.solvers.domain import NO_EVICTION_PRICE, lost_price, solve_domain
+from optsched.solvers.domain import NO_EVICTION_PRICE, least_lost_within, lost_price, solve_domain
 from optsched.solvers.greedy import STRATEGIES, solve_greedy
 from optsched.solvers.kueue import solve_kueue
 from tests.strategies import busy_rounds, contended_rounds, rounds
@@ -32,11 +33,11 @@ where the cluster strategy draws them)."""
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=ROUNDS, weighted=st.booleans())
-def test_every_domain_plan_passes_the_check(data: tuple[Cluster, Queue], weighted: bool) -> None:
+@given(data=ROUNDS, objective=st.sampled_from([None, {"admitted_value": 1.0, "disruption": 2.0},
+                                               {"lexicographic": ["admitted_value", "disruption"], "tolerance": 0.1}]))
+def test_every_domain_plan_passes_the_check(data: tuple[Cluster, Queue], objective: object) -> None:
     cluster_, queue = data
     p = compile_problem(cluster_, queue)
-    objective = {"admitted_value": 1.0, "disruption": 2.0} if weighted else None
     plan = solve_domain(p, objective=objective, time_limit=5.0)
     assert not check_problem(p, plan), plan.solver.reason
     assert plan.solver.name == "domain"
@@ -119,6 +120,28 @@ def test_lost_work_price_follows_the_objective() -> None:
     assert lost_price(Objective.parse(None)) < 0.01
     assert lost_price(Objective.parse({"admitted_value": 1.0, "disruption": 3.0})) == 3.0
     assert lost_price(Objective.parse(["disruption", "admitted_value"])) == NO_EVICTION_PRICE
+
+
+def test_a_tolerance_on_value_buys_less_lost_work() -> None:
+    """Two low-priority jobs fill the node; two high-priority jobs of the same tenant wait. Value
+    first evicts both (two admitted); with a tolerance of 60% of the value the second level keeps
+    one of them (least lost work), so one job waits and one eviction is made."""
+    low = [job(f"a-low-{i}", "a", cpus=8, priority=0) for i in range(2)]
+    c = cluster([tenant("a", 32, cohort=None, within_tenant="lower_priority")],
+                run=[running(spec, "n0", checkpoint_age_s=3600.0) for spec in low], nodes=1)
+    p = compile_problem(c, Queue.model_validate({"jobs": [job(f"a-high-{i}", "a", cpus=8, priority=100)
+                                                          for i in range(2)]}))
+    m = build_model(p)
+    assert least_lost_within(Objective.parse(None), m) is None
+    tolerant = Objective.parse({"lexicographic": ["admitted_value", "disruption"], "tolerance": 0.6})
+    assert least_lost_within(tolerant, m) == pytest.approx(0.6)
+    first = solve_domain(p, time_limit=5.0)
+    second = solve_domain(p, time_limit=5.0, objective={"lexicographic": ["admitted_value", "disruption"],
+                                                         "tolerance": 0.6})
+    for plan in (first, second):
+        assert not check_problem(p, plan)
+    assert len(first.evictions) == 2 and len(second.evictions) == 1
+    assert evaluate_problem(p, second).disruption < evaluate_problem(p, first).disruption
 
 
 def test_required_topology_keeps_a_gang_in_one_leaf() -> None:

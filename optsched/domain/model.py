@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -77,6 +78,12 @@ LOST_WEIGHT = 1e-3
 """Default objective weight of a GPU-equivalent hour of lost work against one unit of admitted
 value: small, so that value comes first (the default objective order), yet large enough that an
 eviction that buys no value is not made."""
+
+UNCAPPED = 1 << 30
+"""Replica count no node reaches: the per-node fit of a shape computed once, then capped per kind."""
+
+LEVEL_TIE = 1e-6
+"""Weight of admitted value in the second level's objective (lost work), to break its ties."""
 
 MIP_GAP = 1e-3
 """Relative MIP gap at which HiGHS stops (the round's value is known to this precision anyway)."""
@@ -243,12 +250,14 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
         bound_to = _binding(p, job)
         for g in job.groups:
             per_cell_bins = bound_to is not None and g.index in bound_to[1]
-            shape = (*eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmax)
+            most = g.rmax * n_k  # a node may hold replicas of every job of the kind
+            shape = (*eligibility.shape_key(p, job, g), g.gpu, g.share, most)
             cached = fit_cache.get(shape)
             if cached is not None:
                 per_cell = cached
             else:
-                nodes, counts = node_fits(job, g)
+                nodes, uncapped = node_fits(job, g, UNCAPPED)  # one fit per shape, capped per kind
+                counts = np.minimum(uncapped, float(most))
                 per_cell = fit_cache[shape] = np.bincount(cells.node_cell[nodes], weights=counts,
                                                           minlength=n_cells).astype(float)
             if per_cell_bins:
@@ -521,25 +530,35 @@ def value_bound(m: DomainModel, time_limit: float) -> float | None:
     return max(0.0, -float(res.fun)) * (1 + 1e-9) + 1e-6
 
 
-def _mip(m: DomainModel, upper: FArray, end: float) -> tuple[FArray | None, float | None, str]:
-    """The MIP with highspy, run in a thread and abandoned at `end` (perf_counter seconds) plus a
-    grace (`solvers.milp.highs.run_until`: HiGHS may run far past its own time limit in root
-    heuristics; on the 102,400-GPU round it took 7.6 s for a 2.9 s limit): (solution or None, dual
-    bound of the minimised objective or None, status)."""
+def _highs(m: DomainModel, upper: FArray, integral: bool) -> Any:
+    """A quiet highspy `Highs` holding the model (minimise `m.cost`; columns integer where
+    `integral` and the model says so)."""
     import highspy
 
-    from optsched.solvers.milp.highs import quiet_highs, run_until
+    from optsched.solvers.milp.highs import quiet_highs
 
     h = quiet_highs()
     inf = highspy.kHighsInf
     a = m.a.tocsr()
     lo = np.where(np.isfinite(m.row_lo), m.row_lo, -inf)
     hi = np.where(np.isfinite(m.row_hi), m.row_hi, inf)
+    kinds = m.integrality if integral else np.zeros_like(m.integrality)
     h.passModel(len(m.cost), a.shape[0], int(a.nnz), int(highspy.MatrixFormat.kRowwise),
                 int(highspy.ObjSense.kMinimize), 0.0, m.cost.astype(np.float64), m.lower.astype(np.float64),
                 np.where(np.isfinite(upper), upper, inf).astype(np.float64), lo, hi,
                 a.indptr.astype(np.int32), a.indices.astype(np.int32), a.data.astype(np.float64),
-                m.integrality.astype(np.int32))
+                kinds.astype(np.int32))
+    return h
+
+
+def _mip(m: DomainModel, upper: FArray, end: float) -> tuple[FArray | None, float | None, str]:
+    """The MIP with highspy, run in a thread and abandoned at `end` (perf_counter seconds) plus a
+    grace (`solvers.milp.highs.run_until`: HiGHS may run far past its own time limit in root
+    heuristics; on the 102,400-GPU round it took 7.6 s for a 2.9 s limit): (solution or None, dual
+    bound of the minimised objective or None, status)."""
+    from optsched.solvers.milp.highs import run_until
+
+    h = _highs(m, upper, integral=True)
     h.setOptionValue("time_limit", max(0.01, end - time.perf_counter()))
     h.setOptionValue("mip_rel_gap", MIP_GAP)
     if not run_until(h, end):
@@ -550,6 +569,43 @@ def _mip(m: DomainModel, upper: FArray, end: float) -> tuple[FArray | None, floa
     x = np.array(sol.col_value) if sol.value_valid else None
     dual = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
     return x, dual, "optimal" if status == "Optimal" else ("time_limit" if x is not None else status)
+
+
+def _lp_levels(m: DomainModel, upper: FArray, end: float, tolerance: float) -> tuple[FArray | None, float | None,
+                                                                                       str]:
+    """The LP, then, from its basis (HiGHS's simplex warm start), the least lost work among
+    solutions of at least (1 - tolerance) x its admitted value: (the second level's solution, or
+    the first's when the second fails, the first level's optimum, status)."""
+    h = _highs(m, upper, integral=False)
+    h.setOptionValue("time_limit", max(0.01, end - time.perf_counter()))
+    h.run()
+    sol = h.getSolution()
+    if h.modelStatusToString(h.getModelStatus()) != "Optimal" or not sol.value_valid:
+        return None, None, h.modelStatusToString(h.getModelStatus())
+    first = np.array(sol.col_value)
+    dual = float(h.getInfo().objective_function_value)
+    floor = (1.0 - tolerance) * float(m.value @ first)
+    cols = np.flatnonzero(m.value > 0).astype(np.int32)
+    h.addRow(floor, highspy_inf(), len(cols), cols, m.value[cols].astype(np.float64))
+    n_v = len(m.victims)
+    cost = np.where(m.value > 0, -LEVEL_TIE * m.value, 0.0)  # at equal lost work, more value
+    lost = preemption.running_table(m.p).lost[m.victims] if n_v else np.zeros(0)
+    cost[m.ep_first:m.ep_first + n_v] = lost
+    cost[m.er_first:m.er_first + n_v] = lost
+    h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost.astype(np.float64))
+    h.setOptionValue("time_limit", max(0.01, end - time.perf_counter()))
+    h.run()
+    second = h.getSolution()
+    if h.modelStatusToString(h.getModelStatus()) != "Optimal" or not second.value_valid:
+        return first, dual, "optimal (the least lost work not found in time)"
+    return np.array(second.col_value), dual, "optimal, then the least lost work"
+
+
+def highspy_inf() -> float:
+    """HiGHS's infinity."""
+    import highspy
+
+    return float(highspy.kHighsInf)
 
 
 def job_kinds(p: Problem) -> list[IArray]:
@@ -638,21 +694,28 @@ def _cat_f(xs: list[FArray]) -> FArray:
     return np.concatenate(xs).astype(float) if xs else np.zeros(0)
 
 
-def solve_model(m: DomainModel, time_limit: float, *, integral: bool = True, provision: bool = True) -> DomainSolution:
+def solve_model(m: DomainModel, time_limit: float, *, integral: bool = True, provision: bool = True,
+                least_lost_within: float | None = None) -> DomainSolution:
     """Solve the model with HiGHS within `time_limit` seconds (the MIP; `integral=False`: its LP)
     and read the solution (module docstring); `provision=False` keeps every replica off the
-    provisioning slots (its bound is then not the round's where a pool may add nodes)."""
+    provisioning slots (its bound is then not the round's where a pool may add nodes).
+
+    `least_lost_within` (a tolerance; LP only): the LP, then the least lost work among solutions
+    within that share of its admitted value (the second level of "admitted value within a
+    tolerance of its best, then the least lost work"); the bound is the first level's."""
     start = time.perf_counter()
     if not len(m.cost):  # nothing to decide (no queued job): the empty plan, and a bound of 0
         return DomainSolution(status="optimal", value=0.0, bound=0.0 if m.bound_valid else None)
-    cons = [LinearConstraint(m.a, m.row_lo, m.row_hi)] if m.a.shape[0] else []
     upper = m.upper
     if not provision and m.z_slot.any():  # no replica on a slot
         upper = upper.copy()
         upper[m.z_first + np.flatnonzero(m.z_slot)] = 0.0
-    if integral:
+    if least_lost_within is not None:
+        x, dual, status = _lp_levels(m, upper, start + time_limit, least_lost_within)
+    elif integral:
         x, dual, status = _mip(m, upper, start + time_limit)
     else:
+        cons = [LinearConstraint(m.a, m.row_lo, m.row_hi)] if m.a.shape[0] else []
         res = milp(m.cost, constraints=cons, integrality=np.zeros_like(m.integrality), bounds=Bounds(m.lower, upper),
                    options={"time_limit": max(0.01, time_limit), "disp": False})
         x = res.x if res.status == 0 else None

@@ -95,8 +95,11 @@ class EligibleFits:
         self._by_shape: dict[tuple[object, ...], tuple[np.ndarray, FArray]] = {}
         self._share_slots: dict[float, FArray] = {}
 
-    def __call__(self, job: JobSpec, g: GroupSpec) -> tuple[np.ndarray, FArray]:
-        shape = (*eligibility.shape_key(self.p, job, g), g.gpu, g.share, g.rmax)
+    def __call__(self, job: JobSpec, g: GroupSpec, most: int | None = None) -> tuple[np.ndarray, FArray]:
+        """(nodes, replicas each could hold alone), at most `most` per node (default: the group's
+        `max`, what one job can place; the domain model counts several identical jobs at once)."""
+        most = g.rmax if most is None else most
+        shape = (*eligibility.shape_key(self.p, job, g), g.gpu, g.share, most)
         got = self._by_shape.get(shape)
         if got is None:
             nodes = np.flatnonzero(eligibility.mask(self.p, job, g) & self.real)
@@ -105,7 +108,7 @@ class EligibleFits:
                 slots = self._share_slots.get(g.share)
                 if slots is None:
                     slots = self._share_slots[g.share] = self.base.share_slots(g.share)
-            got = self._by_shape[shape] = (nodes, self.base.replicas_fit(g, nodes, slots).astype(float))
+            got = self._by_shape[shape] = (nodes, self.base.replicas_fit(g, nodes, slots, most=most).astype(float))
         return got
 
 

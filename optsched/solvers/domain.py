@@ -10,6 +10,11 @@ every valid plan on the existing nodes, so the plan's `gap` is a gap to the roun
 Where a pool may add nodes, the plan provisions them when the objective does not count `cost`
 (the default order does not), opening, per pool, the slots the model put replicas on.
 
+With a lexicographic order of admitted value, then disruption, and a tolerance (``{"lexicographic":
+["admitted_value", "disruption", ...], "tolerance": 0.05}``), a second LP finds the least lost
+work among solutions within the tolerance of the first's value (`least_lost_within`), warm-started
+from the first's basis, and that is the plan placed.
+
 How lost work is priced against admitted value comes from the objective: a weighted objective's
 ``disruption`` weight over its ``admitted_value`` weight; the default order (value first) prices it
 at `LOST_WEIGHT` (an eviction must buy value); an order that puts ``disruption`` first at
@@ -31,7 +36,7 @@ from optsched.latency import gc_paused
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
 from optsched.model.stats import DomainStats, SolverStats
-from optsched.objective import Objective, ObjectiveSpec
+from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.solvers.contract import RunSpec, SolverInfo
 from optsched.solvers.greedy import solve_greedy
@@ -106,6 +111,15 @@ def lost_price(goal: Objective) -> float:
     return NO_EVICTION_PRICE if order and order[0] == "disruption" else LOST_WEIGHT
 
 
+def least_lost_within(goal: Objective, m: DomainModel) -> float | None:
+    """The tolerance of a lexicographic order of admitted value, then disruption (None for any
+    other objective, or when the model may evict nothing)."""
+    order = [t for t in goal.order if t in ("admitted_value", "disruption")]
+    if goal.weights is not None or goal.tolerance <= EXACT or order[:2] != ["admitted_value", "disruption"]:
+        return None
+    return goal.tolerance if len(m.victims) else None
+
+
 @dataclass
 class DomainRun:
     """One run of the domain path: the model, its solution, the plan (or why none) and timings."""
@@ -144,9 +158,13 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float) -> 
     integral = False
     lp_least = 3 * LP_SECONDS_PER_COLUMN * len(m.cost)
     provision = "cost" not in goal.terms()  # new nodes cost nothing the objective counts
-    sol = solve_model(m, max(lp_least, left), integral=False, provision=provision)  # the LP first: a plan to keep
+    within = least_lost_within(goal, m)
+    # the LP first (with a tolerance: then the least lost work from its basis): a plan to keep
+    sol = solve_model(m, max(lp_least, left), integral=False, provision=provision, least_lost_within=within)
+    if within is not None:
+        integral = False
     left = until - time.perf_counter() - reserve
-    if sol.value is not None and left * MIP_SHARE >= 2 * MIP_SECONDS_PER_COLUMN * len(m.cost):
+    if within is None and sol.value is not None and left * MIP_SHARE >= 2 * MIP_SECONDS_PER_COLUMN * len(m.cost):
         mip = solve_model(m, left * MIP_SHARE, integral=True, provision=provision)
         if mip.value is not None:
             mip.bound = min(b for b in (mip.bound, sol.bound) if b is not None) \
@@ -203,4 +221,5 @@ SOLVERS = [SolverInfo("domain", "the round decided per leaf domain by a MILP (Hi
 """The `domain` solver (`optsched.solvers.registry`)."""
 
 
-__all__ = ["SOLVERS", "DomainRun", "domain_share", "fits", "lost_price", "run_domain", "solve_domain"]
+__all__ = ["SOLVERS", "DomainRun", "domain_share", "fits", "least_lost_within", "lost_price", "run_domain",
+           "solve_domain"]

@@ -473,7 +473,11 @@ def _build_job_table(p: Problem) -> _JobTable:
 def _use_range(p: Problem, job: JobSpec) -> tuple[FArray, FArray]:
     """(least, most) quota usage per flavor of an admission of `job` (`_JobTable.min_use`,
     `max_use`): the least counts the flavors its required replicas cannot avoid (`sure_flavors`,
-    per group), the most every flavor they may use at the groups' maximum replicas."""
+    per group), the most every flavor they may use at the groups' maximum replicas. A job that is
+    not a gang may be admitted with fewer replicas than its minimum (it keeps those that fit), so
+    its least usage is none: rule 5 cannot bar it statically (a hypothesis round found a `kueue`
+    plan whose preemptor, two of its three minimum replicas placed, was within nominal while its
+    minimum was not, and the bound had treated its victim as unevictable)."""
     lo, hi = np.zeros(len(p.flavors)), np.zeros(len(p.flavors))
     res = p.flavor_resource
     for g in job.groups:
@@ -482,7 +486,7 @@ def _use_range(p: Problem, job: JobSpec) -> tuple[FArray, FArray]:
         amount = np.where(res < 0, g.gpu, g.req[np.maximum(res, 0)]) if len(res) else np.zeros(0)
         may = counted & (p.flavor_nodes & usable).any(axis=1)
         hi[may] += amount[may] * g.rmax
-        if g.rmin > 0 and usable.any():
+        if g.rmin > 0 and usable.any() and (job.gang or job.ratios):
             sure = counted & p.flavor_nodes[:, usable].all(axis=1)
             lo[sure] += amount[sure] * g.rmin
     return lo, hi

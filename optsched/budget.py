@@ -81,10 +81,11 @@ def estimate_build_s(p: Problem, max_candidates: int | None = None, *, provision
 
 DOMAIN_FROM_BUILD_S = 0.5
 """Rounds whose node-level model would take at least this long to build (`estimate_build_s`) start
-from the domain model's plan (`optsched.solvers.domain`): on dgx-h100-1k (300 jobs, 1.9 s), ascend-
-910b-4k (500 jobs) and mixed-cloud-10k (1,000 jobs, 2.8 s) it beat the best greedy baseline on 11 of
-12 rounds and Kueue on 5 of 5 within 1 s (benchmarks/results/scale.md); smaller rounds keep the
-node-level model's start plan (the baselines), where that model is exact."""
+from the domain model's plan (`optsched.solvers.domain`): at 1 s on dgx-h100-1k (300 jobs, 1.9 s)
+and ascend-910b-4k (500 jobs) the round was at or above the best greedy baseline on 15 of 15 rounds
+each, and on mixed-cloud-10k (1,000 jobs, 2.8 s) above Kueue's value on 5 of 5
+(benchmarks/results/scale.md); smaller rounds keep the node-level model's start plan (the
+baselines), where that model is exact."""
 
 
 # ---------------------------------------------------------------------------- phases of a model round

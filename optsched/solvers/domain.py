@@ -45,11 +45,12 @@ NO_EVICTION_PRICE = 1e4
 """Price of lost work when the objective puts `disruption` before admitted value."""
 
 MIP_SECONDS_PER_COLUMN = 1e-4
-"""HiGHS's time for the MIP per column, rounded up (optimal in 0.31-0.33 s for 4.0-4.3k columns on
-mixed-cloud-10k with 1,000 jobs, 0.008-0.022 s for 300-740 columns on dgx-h100-1k and ascend-910b-4k;
-the LP takes 0.004-0.05 s there). The LP relaxation is solved first (its rounded solution is the
-plan where nothing better comes); the MIP then runs when twice this estimate fits its share of the
-time left, abandoned at that share's end (on the 102,400-GPU round it did not finish in 7.6 s)."""
+"""HiGHS's time for the MIP per column, rounded up (optimal in 1.0-1.2 s for 10.6-11.1k columns on
+mixed-cloud-10k with 1,000 jobs, 0.008-0.022 s for 300-740 columns on dgx-h100-1k and ascend-910b-4k
+before the colocation bindings; the LP takes 0.004-0.12 s there). The LP relaxation is solved
+first (its rounded solution is the plan where nothing better comes); the MIP then runs when twice
+this estimate fits its share of the time left, abandoned at that share's end (on the 102,400-GPU
+round it did not finish in 7.6 s)."""
 
 MIP_SHARE = 0.5
 """Share of the time left that the MIP may take (the rest places, checks and evaluates)."""
@@ -66,8 +67,8 @@ ASSIGN_SECONDS_PER_JOB = 3.5e-4
 mixed-cloud-10k): kept back from the solve."""
 
 LP_SECONDS_PER_COLUMN = 1.5e-5
-"""HiGHS's time for the LP per column (0.08 s for 6,438 columns on mixed-cloud-10k with 1,000
-jobs), rounded up: the LP gets at least three times that, whatever the estimates left it."""
+"""HiGHS's time for the LP per column (0.11-0.12 s for 10.6-11.1k columns on mixed-cloud-10k with
+1,000 jobs), rounded up: the LP gets at least three times that, whatever the estimates left it."""
 
 
 START_SHARE = 0.3

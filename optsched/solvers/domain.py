@@ -123,7 +123,8 @@ def least_lost_within(goal: Objective, m: DomainModel) -> float | None:
 
 @dataclass
 class DomainRun:
-    """One run of the domain path: the model, its solution, the plan (or why none) and timings."""
+    """One run of the domain path: the model, its solution, the plan with its objective terms (or
+    why there is none) and timings."""
 
     model: DomainModel
     solution: DomainSolution
@@ -162,14 +163,12 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float) -> 
     within = least_lost_within(goal, m)
     # the LP first (with a tolerance: then the least lost work from its basis): a plan to keep
     sol = solve_model(m, max(lp_least, left), integral=False, provision=provision, least_lost_within=within)
-    if within is not None:
-        integral = False
     left = until - time.perf_counter() - reserve
     if within is None and sol.value is not None and left * MIP_SHARE >= 2 * MIP_SECONDS_PER_COLUMN * len(m.cost):
         mip = solve_model(m, left * MIP_SHARE, integral=True, provision=provision)
         if mip.value is not None:
-            mip.bound = min(b for b in (mip.bound, sol.bound) if b is not None) \
-                if mip.bound is not None or sol.bound is not None else None
+            bounds = [b for b in (mip.bound, sol.bound) if b is not None]
+            mip.bound = min(bounds) if bounds else None
             mip.seconds += sol.seconds
             sol, integral = mip, True
         else:
@@ -180,6 +179,10 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float) -> 
         result = f"HiGHS found no solution of the domain model ({sol.status})"
     else:
         result = assign(p, m.cells, sol, deadline=until)
+        if isinstance(result, Assigned):  # evaluated once, here: the plan carries its terms
+            plan = result.plan
+            result = Assigned(plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()}),
+                              result.kept_back)
     assign_s = time.perf_counter() - t
     if (price > LOST_WEIGHT or not provision) and sol.value is not None:
         # the bound after the plan (it only reports): where time is left, the value LP
@@ -205,7 +208,7 @@ def solve_domain(p: Problem, *, objective: ObjectiveSpec = None, time_limit: flo
             status, reason = "fallback", str(run.result)
         else:
             status, reason = "feasible", None
-        terms = evaluate_problem(p, plan).objective()
+        terms = plan.objective or evaluate_problem(p, plan).objective()
         gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(bound, 1e-9))
         if status == "feasible" and gap is not None and gap <= 1e-6:
             status = "optimal"

@@ -17,7 +17,6 @@ from typing import Any
 
 from optsched.budget import KUEUE_BY, Budget
 from optsched.concerns.tenancy import preemption, quota
-from optsched.domain.assign import Assigned
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Deferred, Plan
 from optsched.model.stats import CandidateStats, ModelStats, SolverStats, StartStats, ValueBoundStats
@@ -190,11 +189,8 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     ran: DomainRun | None = None
     if not given and domain and p.jobs and domain_fits(budget, p):
         ran = run_domain(p, goal, budget, until=budget.at(domain_share(budget, p)))
-        if ran.plan is not None:
-            plan = ran.plan.model_copy(update={"objective": evaluate_problem(p, ran.plan).objective()})
-            ran.result = Assigned(plan, ran.result.kept_back) if isinstance(ran.result, Assigned) else ran.result
-            if not budget.fits_greedy_passes(p, 1, budget.at(share)):
-                hint = plan  # no time for the baselines: the domain plan is the start plan
+        if ran.plan is not None and not budget.fits_greedy_passes(p, 1, budget.at(share)):
+            hint = ran.plan  # no time for the baselines: the domain plan (with its terms) is the start plan
     if not given and ran is None and may_go and budget.greedy_passes(p) >= 2:
         # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
         # the Kueue plan first, preempting in the first part of the time only (`KUEUE_PREEMPTS`)

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,ray,docs,k8s,server]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray,docs,k8s,server,slurm]'
 	touch $(STAMP)
 
 demo: $(STAMP)

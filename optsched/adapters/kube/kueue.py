@@ -29,8 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from optsched.adapters.documents import Problems, get, items
 from optsched.adapters.kube.config import KubeConfig
-from optsched.adapters.kube.objects import Problems, get, in_units, items, named, quantity, reference, string_map
+from optsched.adapters.kube.objects import in_units, named, quantity, reference, string_map
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """The pod label naming its LocalQueue."""

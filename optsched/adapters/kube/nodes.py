@@ -21,16 +21,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from optsched.adapters.documents import Problems, get, items
 from optsched.adapters.kube.config import HOSTNAME_LABEL, Accelerator, KubeConfig, TopologyLevel
-from optsched.adapters.kube.objects import (
-    Problems,
-    get,
-    in_units,
-    items,
-    named,
-    quantity,
-    string_map,
-)
+from optsched.adapters.kube.objects import in_units, named, quantity, string_map
 from optsched.model.base import MAX_DEVICES_PER_NODE
 from optsched.model.cluster import DeviceModel, Domain, Layer, Node, Topology
 

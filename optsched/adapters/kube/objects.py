@@ -8,16 +8,12 @@ camelCase dicts by the client's own serializer, so one reader serves both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from optsched.errors import InputError, InputIssue
-
-M = TypeVar("M", bound=BaseModel)
+from optsched.adapters.documents import Problems, get
 
 MIB = Decimal(2**20)
 MAX_QUANTITY = Decimal("1e18")
@@ -61,63 +57,6 @@ def named(obj: dict[str, Any], kind: str, problems: Problems) -> tuple[str, str 
     return ref, name
 
 
-class Problems:
-    """Every problem found while reading objects, raised together as one `InputError`."""
-
-    def __init__(self) -> None:
-        self.issues: list[InputIssue] = []
-
-    def add(self, ref: str, field: str, rule: str, message: str) -> None:
-        """Record that `field` of the object `ref` breaks `rule`."""
-        self.issues.append(InputIssue(f"{ref}.{field}" if field else ref, rule, message))
-
-    def raise_if_any(self) -> None:
-        """Raise the `InputError` of every recorded problem, if any."""
-        if self.issues:
-            raise InputError(self.issues)
-
-    def build(self, model: type[M], data: dict[str, Any], ref: str, field: str) -> M | None:
-        """`model` validated from `data`; its validation errors recorded against `ref.field`."""
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            for e in exc.errors():
-                where = ".".join(str(p) for p in e["loc"])
-                self.add(ref, f"{field}.{where}" if where else field, e["type"], e["msg"])
-            return None
-
-
-def raw(obj: dict[str, Any], path: str) -> Any:
-    """The value at the dotted `path` of `obj`, None when a step is absent (no type check)."""
-    value: Any = obj
-    for step in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(step)
-    return value
-
-
-def get(obj: dict[str, Any], path: str, kind: type | tuple[type, ...], ref: str, problems: Problems,
-        default: Any = None) -> Any:
-    """The value at the dotted `path` of `obj`, `default` when a step is absent or null; a value of
-    another type than `kind` is recorded as a problem (and `default` returned)."""
-    value = raw(obj, path)
-    if value is None:
-        return default
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
-        problems.add(ref, path, "type", f"expected {_names(kind)}, got {type(value).__name__}")
-        return default
-    return value
-
-
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _names(kind: type | tuple[type, ...]) -> str:
-    return " or ".join(k.__name__ for k in _as_tuple(kind))
-
-
 def string_map(value: Any, ref: str, field: str, problems: Problems) -> dict[str, str]:
     """A map of strings to strings (labels, annotations, a node selector)."""
     if value is None:
@@ -126,22 +65,6 @@ def string_map(value: Any, ref: str, field: str, problems: Problems) -> dict[str
         problems.add(ref, field, "type", "expected a map of strings to strings")
         return {}
     return value
-
-
-def items(value: Any, ref: str, field: str, problems: Problems) -> Iterable[tuple[str, dict[str, Any]]]:
-    """(`field[i]`, item) for the mappings of a list; other entries are problems."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        problems.add(ref, field, "type", "expected a list")
-        return []
-    out = []
-    for i, item in enumerate(value):
-        if isinstance(item, dict):
-            out.append((f"{field}[{i}]", item))
-        else:
-            problems.add(ref, f"{field}[{i}]", "type", "expected a mapping")
-    return out
 
 
 def quantity(value: Any, ref: str, field: str, problems: Problems) -> Decimal | None:
@@ -197,17 +120,3 @@ def first_key(keys: Iterable[str], *maps: dict[str, str]) -> str | None:
             if m.get(key):
                 return m[key]
     return None
-
-
-def translate(error: InputError, names: Callable[[str], str | None]) -> InputError:
-    """`error` with each path's leading document element (`jobs[3]`, `nodes[1]`) replaced by the
-    object it was read from, where `names` knows it."""
-    out = []
-    for issue in error.problems:
-        head, sep, rest = issue.path.partition("].")
-        ref = names(head + "]") if sep else names(issue.path)
-        if ref is None:
-            out.append(issue)
-        else:
-            out.append(InputIssue(f"{ref}.{rest}" if sep else ref, issue.rule, issue.message))
-    return InputError(out)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from optsched.adapters.documents import Problems, get, items, raw
 from optsched.adapters.kube.config import (
     DEVICES_ANNOTATION,
     HOSTNAME_LABEL,
@@ -39,18 +40,7 @@ from optsched.adapters.kube.config import (
 )
 from optsched.adapters.kube.kueue import PRIORITY_LABEL, QUEUE_LABEL, UNMANAGED, KueueRead
 from optsched.adapters.kube.nodes import NodesRead
-from optsched.adapters.kube.objects import (
-    Problems,
-    first_key,
-    get,
-    in_units,
-    items,
-    quantity,
-    raw,
-    reference,
-    string_map,
-    timestamp,
-)
+from optsched.adapters.kube.objects import first_key, in_units, quantity, reference, string_map, timestamp
 from optsched.adapters.kube.volcano import GROUP_ANNOTATION, PREEMPTABLE_ANNOTATION, VolcanoRead
 from optsched.model.base import PRIORITY_RANGE
 from optsched.model.cluster import RunningJob

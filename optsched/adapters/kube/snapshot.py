@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from optsched.adapters.documents import Problems, translate
 from optsched.adapters.kube.config import KubeConfig
 from optsched.adapters.kube.kueue import UNMANAGED, read_kueue
 from optsched.adapters.kube.nodes import read_nodes
-from optsched.adapters.kube.objects import Problems, as_dict, translate
+from optsched.adapters.kube.objects import as_dict
 from optsched.adapters.kube.pods import Held, PodRef, read_pods
 from optsched.adapters.kube.volcano import read_volcano, totals_of
 from optsched.adapters.kube.workloads import workload_pods

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from optsched.adapters.documents import Problems, get
 from optsched.adapters.kube.config import KubeConfig
-from optsched.adapters.kube.objects import Problems, get, in_units, named, quantity, string_map
+from optsched.adapters.kube.objects import in_units, named, quantity, string_map
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 """The pod annotation naming its PodGroup."""

@@ -21,9 +21,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from optsched.adapters.documents import Problems, get, items
 from optsched.adapters.kube.config import ROLE_ANNOTATION
 from optsched.adapters.kube.kueue import QUEUE_LABEL
-from optsched.adapters.kube.objects import Problems, get, items, named
+from optsched.adapters.kube.objects import named
 from optsched.adapters.kube.pods import TAS_ANNOTATIONS
 
 

@@ -1,4 +1,5 @@
-"""The `optsched` command: solve, check, evaluate, generate, capacity, pareto, prewarm, bench, schema, demo.
+"""The `optsched` command: solve, check, evaluate, generate, capacity, pareto, prewarm, bench, schema, demo,
+serve, slurm.
 
 The documents, the validator and the solvers are imported by the commands that use them, so that
 `optsched --help` and `optsched --version` start fast (benchmarks/results/startup.md).
@@ -533,6 +534,62 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
         raise typer.Exit(2)
     service = create_app(ServiceSettings(rounds=rounds, interval_s=interval), binder=binder, source=source)
     uvicorn.run(service, host=host, port=port, log_level=log_level.lower())
+
+
+@app.command()
+def slurm(nodes: Annotated[Path, typer.Option(help="`scontrol show nodes --json` output")],
+          jobs: Annotated[Path, typer.Option(help="`squeue --json` output")],
+          partitions: Annotated[Path | None, typer.Option(help="`scontrol show partitions --json` output")] = None,
+          qos: Annotated[Path | None, typer.Option(help="`sacctmgr show qos --json` output (preemption)")] = None,
+          topology: Annotated[Path | None, typer.Option(help="topology.conf (topology/tree or topology/block)")]
+          = None,
+          config: Annotated[Path | None, typer.Option(
+              help="a SlurmConfig YAML/JSON (GRES names and models, tenants, preempt mode; docs/integration.md)")]
+          = None,
+          solver: Annotated[str, typer.Option(help="a solver name (`optsched solvers` lists them)")] = "auto",
+          time_limit: Annotated[float, typer.Option(help="seconds for the solve")] = 1.0,
+          as_json: Annotated[bool, typer.Option("--json", help="print the actions as JSON")] = False) -> None:
+    """One round from Slurm's JSON: prints the commands that carry out the plan (`scontrol requeue`
+    / `scancel`, then `scontrol update JobId=... ReqNodeList=...`) and why the other jobs wait.
+    Needs the `slurm` extra. Nothing is run: pipe the commands to a shell to apply them."""
+    try:
+        from optsched.adapters.slurm import SlurmConfig, actions, snapshot
+        from optsched.model.io import parse_document, read_document
+    except ImportError as exc:
+        err.print(f"[bold red]missing[/]: {escape(str(exc))}; install it with pip install 'optsched[slurm]'")
+        raise typer.Exit(2) from exc
+    from optsched.solve import solve as run_solve
+
+    def text_of(path: Path) -> str:
+        try:
+            return path.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise InputError([InputIssue(str(path), "unreadable", str(exc))]) from None
+        except UnicodeDecodeError as exc:
+            raise InputError([InputIssue(str(path), "encoding", f"not UTF-8 text: {exc}")]) from None
+
+    try:
+        cfg = parse_document(SlurmConfig, config) if config is not None else SlurmConfig()
+        snap = snapshot(read_document(nodes), read_document(jobs),
+                        partitions=read_document(partitions) if partitions else (),
+                        qos=read_document(qos) if qos else (),
+                        topology=text_of(topology) if topology else None, config=cfg)
+        plan = run_solve(snap.cluster, snap.queue, solver=solver, time_limit=time_limit)
+        todo = actions(plan, snap)
+    except InputError as exc:
+        _fail_input(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps({**todo.to_dict(), "ignored": snap.ignored,
+                                     "solver": plan.solver.model_dump(mode="json")}, indent=2) + "\n")
+        return
+    err.print(_summary(snap.cluster, snap.queue, plan))
+    for note in snap.ignored:
+        err.print(f"  note: {escape(note)}")
+    for w in todo.waiting:
+        err.print(f"  waits: {escape(w.job_id)}: {escape(w.reason)}" + (f" ({escape(w.detail)})" if w.detail else ""))
+    for command in todo.commands():
+        sys.stdout.write(" ".join(command) + "\n")
 
 
 if __name__ == "__main__":

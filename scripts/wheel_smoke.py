@@ -6,7 +6,8 @@ repository with the fresh environment's `optsched`: `--version`, `demo` (the bun
 cluster), `generate` / `solve --json` / `check` by cluster name, `capacity` with the bundled examples,
 `bench fgd --seeds 1` (two policies, into a temporary folder; skipped when the trace data is not on
 this machine), the README's Python example, run as written, and then, with the `k8s` and `server`
-extras installed, `optsched serve`: ready, one round over HTTP, its metrics.
+extras installed, `optsched serve`: ready, one round over HTTP, its metrics; with the `slurm` extra,
+`optsched slurm` on Slurm's own JSON.
 
 Run: `.venv/bin/python scripts/wheel_smoke.py [--keep DIR]`. Exit 0 when every step passed.
 """
@@ -45,6 +46,18 @@ def readme_example() -> str:
     if match is None:
         raise SystemExit("README.md has no ```python block under '## In Python'")
     return match.group(1)
+
+
+def slurm_smoke(cli: Path, work: Path, env: dict[str, str]) -> None:
+    """`optsched slurm` from the installed extra on Slurm's own JSON (a copy of the test fixtures):
+    it prints the command that starts the pending GPU job."""
+    data = ROOT / "tests" / "data" / "slurm" / "slurmweb-25.11-v0.0.44"
+    for name in ("nodes", "job-gpus-pending", "qos"):
+        shutil.copy(data / f"{name}.json", work / f"slurm-{name}.json")
+    out = run([str(cli), "slurm", "--nodes", "slurm-nodes.json", "--jobs", "slurm-job-gpus-pending.json",
+               "--qos", "slurm-qos.json"], work, env)
+    if not re.search(r"^scontrol update JobId=4965 ReqNodeList=gpu\d NumNodes=1$", out.stdout, re.M):
+        raise SystemExit(f"optsched slurm printed no start for job 4965: {out.stdout!r}")
 
 
 def serve_smoke(cli: Path, work: Path, env: dict[str, str]) -> None:
@@ -142,8 +155,9 @@ def main() -> None:
         (work / "example.py").write_text(readme_example())
         run([str(py), "example.py"], work, env)
 
-        run([str(py), "-m", "pip", "install", "--quiet", f"{wheel}[k8s,server]"], tmp, env)
+        run([str(py), "-m", "pip", "install", "--quiet", f"{wheel}[k8s,server,slurm]"], tmp, env)
         serve_smoke(cli, work, env)
+        slurm_smoke(cli, work, env)
         print("wheel smoke test passed", flush=True)
     finally:
         if args.keep is None:

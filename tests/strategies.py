@@ -235,3 +235,26 @@ def contended_rounds(draw: st.DrawFn, max_nodes: int = 4, max_jobs: int = 10) ->
              for r in running if draw(st.integers(0, 3))]
     more = draw(queues(cluster, max_jobs=max(1, max_jobs // 3)))
     return cluster, Queue(now=2000, jobs=[*again, *more.jobs])
+
+
+def mutation_paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path (keys and indices) into a JSON document, for fuzzers that mutate one place."""
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += mutation_paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += mutation_paths(v, (*prefix, i))
+    return out
+
+
+def set_at(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """`doc` with the value at `path` replaced (in place)."""
+    if not path:
+        return value
+    target = doc
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return doc

@@ -185,7 +185,7 @@ def _reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
 
 def test_the_core_imports_no_integration() -> None:
     """The adapters and the service sit behind optional extras: no module outside them (the CLI's
-    `serve` excepted, inside its function) imports them, so the core runs without their libraries."""
+    `serve` and `slurm` excepted, inside their functions) imports them, so the core runs without their libraries."""
     edges = _graph()
     outer = ("optsched.adapters", "optsched.service")
     found = [(m, t) for m, targets in edges.items() for t in targets

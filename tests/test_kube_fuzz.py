@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import os
 import re
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,6 +21,7 @@ from kubernetes.client import ApiClient
 
 from optsched import InputError
 from optsched.adapters.kube import snapshot
+from tests.strategies import mutation_paths, set_at
 from tests.test_kube_adapter import CONFIG, NOW, cluster_64
 
 API = ApiClient()
@@ -57,27 +57,6 @@ VALUES = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_v
                                                                         max_size=3))
 
 
-def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
-    if not path:
-        return value
-    target = doc
-    for step in path[:-1]:
-        target = target[step]
-    target[path[-1]] = value
-    return doc
-
-
 @pytest.mark.parametrize("system", ["kueue", "volcano"])
 @settings(max_examples=int(os.environ.get("OPTSCHED_FUZZ_EXAMPLES", "100")), deadline=None,
           suppress_health_check=list(HealthCheck))
@@ -88,11 +67,11 @@ def test_mutated_objects_are_read_or_refused_with_an_input_error(system: str, da
         for pod in objects["pods"]:
             if pod["metadata"]["namespace"] == "team-a":
                 pod["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "main"
-    paths = [p for p in _paths(objects) if len(p) >= 2]
+    paths = [p for p in mutation_paths(objects) if len(p) >= 2]
     for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
         path = data.draw(st.sampled_from(paths))
         try:
-            _set(objects, path, data.draw(VALUES))
+            set_at(objects, path, data.draw(VALUES))
         except (KeyError, IndexError, TypeError):  # an earlier mutation removed the way there
             continue
     try:

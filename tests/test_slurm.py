@@ -469,3 +469,31 @@ def test_cli_prints_the_commands(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
     got = CliRunner().invoke(app, ["slurm", "--nodes", str(tmp_path / "bad.json"), "--jobs", str(tmp_path / "jobs.json")])
     assert got.exit_code == 2 and "encoding" in got.output
+
+
+def test_a_round_request_on_slurm_output_returns_the_commands() -> None:
+    """`POST /v1/rounds` with `slurm`: the plan (checked against the same snapshot) and its commands."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from optsched import load_plan
+    from optsched.service import ServiceSettings, create_app
+
+    nodes, jobs, qos, tree = cluster_64()
+    body = {"slurm": {"nodes": {"nodes": nodes}, "jobs": {"jobs": jobs}, "qos": {"qos": qos}, "topology": tree,
+                      "now": NOW}, "solver": "kueue", "time_limit": 2.0}
+    with TestClient(create_app(ServiceSettings(loop=False))) as client:
+        r = client.post("/v1/rounds", json=body)
+        assert r.status_code == 200, r.text
+        out = r.json()
+        snap = snapshot(nodes, jobs, qos=qos, topology=tree, now=NOW)
+        plan = load_plan(out["plan"])
+        assert check(snap.cluster, snap.queue, plan) == []
+        assert {s["job_id"] for s in out["actions"]["starts"]} == {p.job for p in plan.placements}
+        assert all(s["command"][:2] == ["scontrol", "update"] for s in out["actions"]["starts"])
+        bad = copy.deepcopy(body)
+        bad["slurm"]["nodes"]["nodes"][3]["gres"] = "gpu:h100:x:y"
+        r = client.post("/v1/rounds", json=bad)
+        assert r.status_code == 422 and [d["loc"] for d in r.json()["detail"]] == ["slurm.Node/gpu03.gres"]
+        r = client.post("/v1/rounds", json={**body, "cluster": {}})
+        assert r.status_code == 422 and r.json()["detail"][0]["rule"] == "exclusive"

@@ -330,10 +330,27 @@ def _round(svc: Service, req: RoundRequest) -> JSONResponse:
     if not (isinstance(req.time_limit, float | int) and 0 < req.time_limit <= settings.max_time_limit_s):
         raise InputError([InputIssue("time_limit", "out_of_range",
                                      f"{req.time_limit!r}: more than 0 and at most {settings.max_time_limit_s} s")])
-    snap = None
-    if req.kubernetes is not None:
-        if req.cluster is not None or req.queue is not None:
-            raise InputError([InputIssue("kubernetes", "exclusive", "give `kubernetes` or `cluster` and `queue`")])
+    snap: Any = None
+    given = [name for name in ("kubernetes", "slurm") if getattr(req, name) is not None]
+    if given and (len(given) > 1 or req.cluster is not None or req.queue is not None):
+        raise InputError([InputIssue(given[-1], "exclusive", "give `kubernetes`, `slurm`, or `cluster` and `queue`")])
+    if req.slurm is not None:
+        try:
+            import hostlist  # noqa: F401 (the slurm extra)
+
+            from optsched.adapters.slurm import SlurmConfig
+            from optsched.adapters.slurm import snapshot as slurm_snapshot
+        except ImportError as exc:  # the slurm extra is not installed
+            raise InputError([InputIssue("slurm", "unsupported", f"needs the slurm extra: {exc}")]) from None
+        s = req.slurm
+        config = parse(SlurmConfig, s.config, "slurm.config.") if s.config is not None else SlurmConfig()
+        try:
+            snap = slurm_snapshot(s.nodes, s.jobs or (), partitions=s.partitions or (), qos=s.qos or (),
+                                  topology=s.topology, config=config, now=s.now)
+        except InputError as exc:
+            raise prefixed(exc, "slurm") from None
+        cluster, queue = snap.cluster, snap.queue
+    elif req.kubernetes is not None:
         from optsched.adapters.kube.config import KubeConfig
         from optsched.adapters.kube.snapshot import snapshot
 
@@ -346,7 +363,7 @@ def _round(svc: Service, req: RoundRequest) -> JSONResponse:
             raise prefixed(exc, "kubernetes") from None
         cluster, queue = snap.cluster, snap.queue
     else:
-        missing = [InputIssue(name, "required", f"give `{name}` (a document) or `kubernetes` (objects)")
+        missing = [InputIssue(name, "required", f"give `{name}` (a document), `kubernetes` (objects) or `slurm`")
                    for name in ("cluster", "queue") if getattr(req, name) is None]
         if missing:
             raise InputError(missing)
@@ -367,7 +384,11 @@ def _round(svc: Service, req: RoundRequest) -> JSONResponse:
         plan = solve_problem(p, solver=req.solver, objective=req.objective, time_limit=req.time_limit,
                              seed=req.seed, started=start)
         out: dict[str, Any] = {"plan": plan.model_dump(mode="json"), "summary": plan_summary(queue, plan)}
-        if snap is not None:
+        if req.slurm is not None:
+            from optsched.adapters.slurm import actions as slurm_actions
+
+            out["actions"] = slurm_actions(plan, snap).to_dict()
+        elif snap is not None:
             from optsched.adapters.kube.actions import actions
 
             out["actions"] = actions(plan, snap).to_dict()

@@ -57,8 +57,28 @@ class KubernetesObjects(StateListing):
     """The round's time, seconds since the epoch; None: the server's clock."""
 
 
+class SlurmOutput(Frozen):
+    """`POST /v1/rounds`' Slurm input: what Slurm's commands print with `--json` (each the whole
+    response or its list) and the text of topology.conf (docs/slurm.md)."""
+
+    nodes: Any
+    """`scontrol show nodes --json`."""
+    jobs: Any = None
+    """`squeue --json`."""
+    partitions: Any = None
+    """`scontrol show partitions --json` (partitions that are down hold their jobs)."""
+    qos: Any = None
+    """`sacctmgr show qos --json` (who may preempt whom)."""
+    topology: str | None = None
+    """topology.conf (topology/tree or topology/block)."""
+    config: dict[str, Any] | None = None
+    """A `SlurmConfig` (GRES names and models, tenants, preempt mode); None: its defaults."""
+    now: float | None = None
+    """The round's time, seconds since the epoch; None: the server's clock."""
+
+
 class RoundRequest(Frozen):
-    """`POST /v1/rounds`: either `cluster` and `queue` documents, or `kubernetes` objects."""
+    """`POST /v1/rounds`: either `cluster` and `queue` documents, `kubernetes` objects, or `slurm` output."""
 
     cluster: dict[str, Any] | None = None
     """A Cluster document (docs/format.md)."""
@@ -66,6 +86,8 @@ class RoundRequest(Frozen):
     """A Queue document."""
     kubernetes: KubernetesObjects | None = None
     """Kubernetes objects in place of the documents; the answer then also carries `actions`."""
+    slurm: SlurmOutput | None = None
+    """Slurm's JSON in place of the documents; the answer then also carries `actions` (Slurm commands)."""
     solver: str = "auto"
     """A solver name (`optsched solvers`)."""
     objective: Any = None

@@ -5,11 +5,15 @@ found in them, each reported against the object and field it comes from, raised 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from optsched.errors import InputError, InputIssue
+
+if TYPE_CHECKING:
+    from optsched.model.cluster import Cluster
+    from optsched.model.queue import Job, Queue
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -99,3 +103,51 @@ def translate(error: InputError, names: Callable[[str], str | None]) -> InputErr
         else:
             out.append(InputIssue(f"{ref}.{rest}" if sep else ref, issue.rule, issue.message))
     return InputError(out)
+
+
+def indexed_names(refs: dict[str, list[str]]) -> Callable[[str], str | None]:
+    """`translate`'s names for a document built from objects in order: `nodes[3]` -> `refs["nodes"][3]`."""
+
+    def names(head: str) -> str | None:
+        for prefix, items in refs.items():
+            if head.startswith(f"{prefix}[") and head.endswith("]"):
+                return items[int(head[len(prefix) + 1:-1])]
+        return None
+
+    return names
+
+
+def validate_read_cluster(cluster: Cluster, refs: dict[str, list[str]]) -> None:
+    """`validate_cluster`, its problems naming the objects each document element was read from."""
+    from optsched.model.references import validate_cluster
+
+    try:
+        validate_cluster(cluster)
+    except InputError as exc:
+        raise translate(exc, indexed_names(refs)) from None
+
+
+def validate_read_queue(queue: Queue, cluster: Cluster, job_refs: list[str]) -> None:
+    """`validate_queue`, its problems naming the object each job was read from."""
+    from optsched.model.references import validate_queue
+
+    try:
+        validate_queue(queue, cluster)
+    except InputError as exc:
+        raise translate(exc, indexed_names({"jobs": job_refs})) from None
+
+
+def split_unsatisfiable(jobs: Iterable[Job], cluster: Cluster) -> tuple[list[Job], list[tuple[Job, str]]]:
+    """(jobs some node could hold, [(job, why no node could ever hold one replica)]): a scheduler
+    keeps the latter pending, so an adapter holds them with their reason rather than refusing the round."""
+    from optsched.model.references import distinct_shapes, job_problems
+
+    shapes = distinct_shapes(cluster)  # once: it is the cost of the can-it-ever-fit test
+    ok, never = [], []
+    for job in jobs:
+        unsatisfiable = [i for i in job_problems(job, "job", cluster, shapes=shapes) if i.rule == "unsatisfiable"]
+        if unsatisfiable:
+            never.append((job, "no node could ever hold one replica: " + "; ".join(i.message for i in unsatisfiable)))
+        else:
+            ok.append(job)
+    return ok, never

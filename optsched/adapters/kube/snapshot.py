@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from optsched.adapters.documents import Problems, translate
+from optsched.adapters.documents import Problems, split_unsatisfiable, validate_read_cluster, validate_read_queue
 from optsched.adapters.kube.config import KubeConfig
 from optsched.adapters.kube.kueue import UNMANAGED, read_kueue
 from optsched.adapters.kube.nodes import read_nodes
@@ -15,10 +15,8 @@ from optsched.adapters.kube.objects import as_dict
 from optsched.adapters.kube.pods import Held, PodRef, read_pods
 from optsched.adapters.kube.volcano import read_volcano, totals_of
 from optsched.adapters.kube.workloads import workload_pods
-from optsched.errors import InputError
 from optsched.model.cluster import Cluster, Tenant
 from optsched.model.queue import Queue
-from optsched.model.references import distinct_shapes, job_problems, validate_cluster, validate_queue
 
 
 @dataclass
@@ -129,37 +127,11 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     problems.raise_if_any()
     assert cluster is not None
 
-    def cluster_names(head: str) -> str | None:
-        for prefix, refs in (("nodes", node_refs), ("running", running_refs), ("tenants", tenant_refs)):
-            if head.startswith(f"{prefix}[") and head.endswith("]"):
-                return refs[int(head[len(prefix) + 1:-1])]
-        return None
-
-    try:
-        validate_cluster(cluster)
-    except InputError as exc:
-        raise translate(exc, cluster_names) from None
-    jobs, held = [], list(pods_read.held)
-    shapes = distinct_shapes(cluster)  # once: it is the cost of the can-it-ever-fit test
-    for job in pods_read.jobs:
-        unsatisfiable = [i for i in job_problems(job, "job", cluster, shapes=shapes) if i.rule == "unsatisfiable"]
-        if unsatisfiable:
-            held.append(Held(pods_read.job_pods[job.id], "capacity",
-                             "no node could ever hold one replica: " + "; ".join(i.message for i in unsatisfiable)))
-        else:
-            jobs.append(job)
+    validate_read_cluster(cluster, {"nodes": node_refs, "running": running_refs, "tenants": tenant_refs})
+    jobs, never = split_unsatisfiable(pods_read.jobs, cluster)
+    held = list(pods_read.held) + [Held(pods_read.job_pods[job.id], "capacity", why) for job, why in never]
     queue = Queue(now=now, jobs=jobs)
-    job_refs = [pods_read.job_ref[j.id] for j in jobs]
-
-    def queue_names(head: str) -> str | None:
-        if head.startswith("jobs[") and head.endswith("]"):
-            return job_refs[int(head[5:-1])]
-        return None
-
-    try:
-        validate_queue(queue, cluster)
-    except InputError as exc:
-        raise translate(exc, queue_names) from None
+    validate_read_queue(queue, cluster, [pods_read.job_ref[j.id] for j in jobs])
     ignored = (kueue.ignored if kueue is not None else []) + (volcano.ignored if volcano is not None else [])
     return Snapshot(cluster=cluster, queue=queue, replica_pod=pods_read.replica_pod, job_pods=pods_read.job_pods,
                     held=held, config=config, accelerator_of=read.accelerator_of, ignored=ignored + pods_read.ignored,

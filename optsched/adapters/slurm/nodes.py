@@ -21,7 +21,7 @@ from typing import Any
 
 from optsched.adapters.documents import Problems
 from optsched.adapters.slurm.config import FEATURE_LABEL, NODE_LABEL, PARTITION_LABEL, SlurmConfig
-from optsched.adapters.slurm.values import csv, flags, gres_entries, number, text
+from optsched.adapters.slurm.values import csv, flags, gres_entries, named, number, text
 from optsched.model.base import MAX_DEVICES_PER_NODE
 
 UNHEALTHY_STATES = frozenset({"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "NOT_RESPONDING",
@@ -58,15 +58,13 @@ def read_nodes(objects: list[dict[str, Any]], partitions: dict[str, list[str]], 
     given, added to each node's own `partitions`)."""
     out = NodesRead()
     member_of: dict[str, set[str]] = {}
-    for part, names in partitions.items():
-        for name in names:
-            member_of.setdefault(name, set()).add(part)
+    for part, members in partitions.items():
+        for member in members:
+            member_of.setdefault(member, set()).add(part)
     for i, obj in enumerate(objects):
-        name = text(obj, "name", f"Node[{i}]", problems)
-        if not name:
-            problems.add(f"Node[{i}]", "name", "required", "a node needs a name")
+        ref, name = named(obj, "Node", i, problems)
+        if name is None:
             continue
-        ref = f"Node/{name}"
         if name in out.ref_of:
             problems.add(ref, "name", "duplicate_id", f"node {name!r} given twice")
             continue

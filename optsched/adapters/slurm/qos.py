@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from optsched.adapters.documents import Problems
 from optsched.adapters.slurm.config import SlurmConfig
-from optsched.adapters.slurm.values import flags, number, text
+from optsched.adapters.slurm.values import flags, named, number
 
 LEVEL_PRIORITY = 100
 """optsched priority per QOS preemption level (admitted value doubles per level: problem.priority_weight)."""
@@ -55,11 +55,9 @@ def read_qos(objects: list[dict[str, Any]], config: SlurmConfig, problems: Probl
     out = QosRead()
     lists: dict[str, list[str]] = {}
     for i, obj in enumerate(objects):
-        name = text(obj, "name", f"QOS[{i}]", problems)
-        if not name:
-            problems.add(f"QOS[{i}]", "name", "required", "a QOS needs a name")
+        ref, name = named(obj, "QOS", i, problems)
+        if name is None:
             continue
-        ref = f"QOS/{name}"
         if name in lists:
             problems.add(ref, "name", "duplicate_id", f"QOS {name!r} given twice")
             continue

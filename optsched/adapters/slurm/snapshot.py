@@ -6,18 +6,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from optsched.adapters.documents import Problems, translate
+from optsched.adapters.documents import Problems, split_unsatisfiable, validate_read_cluster, validate_read_queue
 from optsched.adapters.slurm.config import EXCLUSIVE_RESOURCE, EXCLUSIVE_SHARES, SlurmConfig
 from optsched.adapters.slurm.hostlists import expand
 from optsched.adapters.slurm.jobs import Context, HeldJob, exclusive_shares, read_jobs
 from optsched.adapters.slurm.nodes import NodesRead, read_nodes
 from optsched.adapters.slurm.qos import read_qos
 from optsched.adapters.slurm.topology import UNCONNECTED, Fabric, read_topology, unconnected_leaf
-from optsched.adapters.slurm.values import flags, text
-from optsched.errors import InputError
+from optsched.adapters.slurm.values import flags, named, text
 from optsched.model.cluster import Cluster
 from optsched.model.queue import Job, Queue
-from optsched.model.references import distinct_shapes, job_problems, validate_cluster, validate_queue
 
 CLUSTER_LEVEL = "cluster"
 """The one level (and domain) without a topology.conf."""
@@ -66,11 +64,9 @@ def _partitions(objects: list[dict[str, Any]], problems: Problems) -> tuple[dict
     """(partition -> its node names, partitions that are not UP)."""
     nodes, down = {}, set()
     for i, obj in enumerate(objects):
-        name = text(obj, "name", f"Partition[{i}]", problems)
-        if not name:
-            problems.add(f"Partition[{i}]", "name", "required", "a partition needs a name")
+        ref, name = named(obj, "Partition", i, problems)
+        if name is None:
             continue
-        ref = f"Partition/{name}"
         configured = obj.get("nodes")
         hosts = text(configured, "configured", ref, problems) if isinstance(configured, dict) else text(
             obj, "nodes", ref, problems)
@@ -175,39 +171,15 @@ def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (),
     problems.raise_if_any()
     assert cluster is not None
 
-    def cluster_names(head: str) -> str | None:
-        for prefix, refs in (("nodes", [read.ref_of[n] for n in node_names]),
-                             ("running", [jobs_read.ref_of[j] for j in running_ids]),
-                             ("tenants", [f"Tenant/{t}" for t in tenant_names])):
-            if head.startswith(f"{prefix}[") and head.endswith("]"):
-                return refs[int(head[len(prefix) + 1:-1])]
-        return None
-
-    try:
-        validate_cluster(cluster)
-    except InputError as exc:
-        raise translate(exc, cluster_names) from None
-    queue_jobs, held = [], list(jobs_read.held)
+    validate_read_cluster(cluster, {"nodes": [read.ref_of[n] for n in node_names],
+                                    "running": [jobs_read.ref_of[j] for j in running_ids],
+                                    "tenants": [f"Tenant/{t}" for t in tenant_names]})
     built = [problems.build(Job, doc, jobs_read.ref_of[doc["id"]], "") for doc in jobs_read.queued]
     problems.raise_if_any()
-    shapes = distinct_shapes(cluster)
-    for job in [j for j in built if j is not None]:
-        unsatisfiable = [i for i in job_problems(job, "job", cluster, shapes=shapes) if i.rule == "unsatisfiable"]
-        if unsatisfiable:
-            held.append(HeldJob(job.id, "capacity", "no node could ever hold it: "
-                                + "; ".join(i.message for i in unsatisfiable)))
-        else:
-            queue_jobs.append(job)
+    queue_jobs, never = split_unsatisfiable([j for j in built if j is not None], cluster)
+    held = list(jobs_read.held) + [HeldJob(job.id, "capacity", why) for job, why in never]
     queue = Queue(now=now, jobs=queue_jobs)
-    job_refs = [jobs_read.ref_of[j.id] for j in queue_jobs]
-
-    def queue_names(head: str) -> str | None:
-        return job_refs[int(head[5:-1])] if head.startswith("jobs[") and head.endswith("]") else None
-
-    try:
-        validate_queue(queue, cluster)
-    except InputError as exc:
-        raise translate(exc, queue_names) from None
+    validate_read_queue(queue, cluster, [jobs_read.ref_of[j.id] for j in queue_jobs])
     return SlurmSnapshot(cluster=cluster, queue=queue, held=held, tasks=jobs_read.tasks,
                          preempt_mode=jobs_read.mode_of, ignored=ignored, config=config)
 

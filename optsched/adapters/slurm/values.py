@@ -180,3 +180,13 @@ def tres(value: str) -> dict[str, str]:
         key, _, amount = entry.partition("=")
         out[key.strip()] = amount.strip()
     return out
+
+
+def named(obj: dict[str, Any], kind: str, index: int, problems: Problems) -> tuple[str, str | None]:
+    """(`Kind/<name>` as errors name it, the name) of the index-th object of a listing; a missing
+    name is a problem (`Kind[i].name`, rule `required`) and comes back as None."""
+    name = text(obj, "name", f"{kind}[{index}]", problems)
+    if not name:
+        problems.add(f"{kind}[{index}]", "name", "required", f"a {kind} needs a name")
+        return f"{kind}[{index}]", None
+    return f"{kind}/{name}", name

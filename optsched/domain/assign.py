@@ -34,8 +34,8 @@ from optsched.domain.cells import Cells
 from optsched.domain.model import DomainSolution
 from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
-from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
-from optsched.solvers.greedy import STRATEGIES, GreedyEngine, kube_order, to_plan
+from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
+from optsched.solvers.greedy import STRATEGIES, GreedyEngine, NodeCursor, kube_order, to_plan
 
 PLACEMENT = "best-fit"
 """The node score replicas are placed with inside their bins."""
@@ -61,6 +61,14 @@ class DomainEngine(GreedyEngine):
         """Per node: its cell bin, and its class bin (`optsched.domain.model`'s z columns)."""
         self.bin_nodes: dict[int, BArray] = {}
         """Per bin asked for: its nodes."""
+        self.masks: dict[tuple[tuple[int, ...], int], tuple[IArray, BArray | None]] = {}
+        """Per (open bins, id of the eligible nodes): those nodes (kept, so the id stays theirs)
+        and the bins' mask (None: it holds all of them)."""
+        self.owned: dict[int, BArray] = {}
+        """The bins' masks `_in_bins` handed out, by id."""
+        self.sub_cursors: dict[tuple[int, int], tuple[BArray, NodeCursor, NodeCursor | None]] = {}
+        """Per (id of a bins' mask, id of a shape's cursor): the mask, that cursor (kept, so the ids
+        stay theirs) and a cursor over the shape's nodes inside the mask (None: there are none)."""
         self.cells = cells
         self.in_bins = False
         self.existing = ~p.node_provisioned
@@ -68,12 +76,14 @@ class DomainEngine(GreedyEngine):
         if cells.slot.any():
             self.use_nodes(self.existing | np.isin(cells.node_cell, np.flatnonzero(cells.slot)))
 
-    def _in_bins(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
-        """The nodes of the group's bins that still have replicas to take (the model's count per
-        bin, less the group's replicas placed there), or None when the model gave it none."""
+    def _in_bins(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> tuple[bool, BArray | None]:
+        """(whether the model placed the group, the nodes of its bins that still have replicas to
+        take: the model's count per bin, less the group's replicas placed there). None nodes: no
+        restriction, the open bins hold every node the group may use (the usual case for a class
+        bin), so the placement takes the fast path of an unrestricted replica."""
         bins = self.sol.replicas.get((job.index, group.index))
         if bins is None:
-            return None
+            return False, None
         n = self.cells.n
         node_bin = self.node_bin[0] if min(bins) < n else self.node_bin[1]
         taken: dict[int, int] = {}
@@ -81,21 +91,47 @@ class DomainEngine(GreedyEngine):
             if r.group == group.index:
                 b = int(node_bin[r.node])
                 taken[b] = taken.get(b, 0) + 1
+        open_bins = tuple(sorted(b for b, count in bins.items() if taken.get(b, 0) < count))
+        eligible = self.eligible_nodes(job, group)
+        key = (open_bins, id(eligible))
+        cached = self.masks.get(key)
+        if cached is not None and cached[0] is eligible:
+            return True, cached[1]
         mask = np.zeros(self.p.n_nodes, dtype=bool)
-        for b, count in bins.items():
-            if taken.get(b, 0) < count:
-                nodes = self.bin_nodes.get(b)
-                if nodes is None:
-                    nodes = self.bin_nodes[b] = node_bin == b
-                mask |= nodes
-        return mask
+        for b in open_bins:
+            nodes = self.bin_nodes.get(b)
+            if nodes is None:
+                nodes = self.bin_nodes[b] = node_bin == b
+            mask |= nodes
+        got = None if mask[eligible].all() else mask
+        self.masks[key] = (eligible, got)
+        if got is not None:
+            self.owned[id(got)] = got
+        return True, got
+
+    def cursor_within(self, job: JobSpec, group: GroupSpec,
+                      restrict: BArray | None) -> tuple[NodeCursor, BArray | None]:
+        """For a mask of bins (`_in_bins`), a cursor over the shape's nodes in those bins, kept for
+        the round: its best node is the shape cursor's best inside the mask (same scores, same
+        tie order), found over the bins' nodes only. Any other mask is applied as given."""
+        base, mask = super().cursor_within(job, group, restrict)
+        if mask is None:
+            return base, None
+        key = (id(mask), id(base))
+        got = self.sub_cursors.get(key)
+        if got is None or got[0] is not mask or got[1] is not base:
+            if self.owned.get(id(mask)) is not mask:
+                return base, mask  # not a bins' mask: combined with another rule, or the real nodes
+            inside = base.nodes[mask[base.nodes]]
+            got = self.sub_cursors[key] = (mask, base, NodeCursor(self, base.group, inside) if len(inside) else None)
+        return (base, mask) if got[2] is None else (got[2], None)
 
     def replica_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
         """The base engine's mask and, on the first try of an admitted job, its group's bins with
         replicas left to take (slots only there)."""
         extra = super().replica_restrict(job, group, placed)
-        mine = self._in_bins(job, group, placed) if self.in_bins else None
-        if mine is None:
+        given, mine = self._in_bins(job, group, placed) if self.in_bins else (False, None)
+        if not given:
             mine = self.existing if self.p.pool_max_nodes.sum() else None
         if mine is None:
             return extra

@@ -244,10 +244,23 @@ class GreedyEngine:
         self._cursor_of[mine] = cursor
         return cursor
 
+    def cursor_within(self, job: JobSpec, group: GroupSpec,
+                      restrict: BArray | None) -> tuple[NodeCursor, BArray | None]:
+        """The cursor a replica of `group` is placed with, and the node mask still to apply to it:
+        here the shape's cursor and `restrict` itself (an engine that keeps cursors over node
+        subsets hands back one for `restrict` and no mask: the same choice, without a pass over
+        every eligible node per replica)."""
+        return self._cursor(job, group), restrict
+
+    def eligible_nodes(self, job: JobSpec, group: GroupSpec) -> IArray:
+        """The real nodes a replica of `group` may use, sorted (its cursor's: the same array for
+        the whole of a `run`)."""
+        return self._cursor(job, group).nodes
+
     def _place_replica(self, job: JobSpec, group: GroupSpec, replica: int, elastic: bool,
                        restrict: BArray | None, placed: list[PlacedReplica]) -> tuple[PlacedReplica | None, str]:
         p, ledger = self.p, self.ledger
-        cursor = self._cursor(job, group)
+        cursor, restrict = self.cursor_within(job, group, restrict)
         if not len(cursor.nodes):
             return None, eligibility.no_node_reason(p, job, group)
         allowed = None if restrict is None else restrict[cursor.nodes]

@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/capacity.py
 	$(BIN)/python benchmarks/milp.py
 	$(BIN)/python benchmarks/fgd.py
+	$(BIN)/python benchmarks/slurm.py
 	$(BIN)/python benchmarks/pareto.py
 	$(BIN)/python benchmarks/cost.py
 	$(BIN)/python benchmarks/scale.py --huge --curve --out benchmarks/results

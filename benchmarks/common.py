@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from optsched.bench.report import machine, table
 RESULTS = Path(os.environ.get("OPTSCHED_RESULTS") or "optsched-results")
 """Folder the scripts write their reports and plots into (module docstring)."""
 T = TypeVar("T")
-__all__ = ["RESULTS", "machine", "table", "timed", "write"]
+__all__ = ["RESULTS", "machine", "preemptor_elsewhere", "table", "timed", "write"]
 
 
 def timed(fn: Callable[[], T], repeat: int = 1) -> tuple[T, float]:
@@ -40,3 +40,16 @@ def write(name: str, text: str) -> Path:
     path.write_text(text)
     print(text)
     return path
+
+
+def preemptor_elsewhere(cluster: Any, plan: Any) -> int:
+    """Evictions whose named preemptor has no replica on any node the victim held. Where tenants
+    have no quotas (Slurm's one queue) only node room justifies an eviction, so each of these
+    frees room for a job that could not have preempted; with quotas, some may be quota
+    reclaims (so it is an upper bound of those). optsched's rule asks only for an admitted
+    preemptor the policy allows (docs/slurm.md, "Not yet"; issue 22)."""
+    where: dict[str, set[str]] = {}
+    for p in plan.placements:
+        where.setdefault(p.job, set()).add(p.node)
+    victim_nodes = {r.job.id: {p.node for p in r.placements} for r in cluster.running}
+    return sum(1 for e in plan.evictions if not where.get(e.by or "", set()) & victim_nodes[e.job])

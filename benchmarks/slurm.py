@@ -30,24 +30,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, machine, table
+from benchmarks.common import RESULTS, machine, preemptor_elsewhere, table
 from optsched import check, solve
 from optsched.adapters.slurm import actions, snapshot
 from optsched.metrics import evaluate
 from tests.slurm_records import NOW, node_record, pending, qos_record, running
 
 LEAF, SPINE = 32, 8
-
-
-def unused_evictions(cluster: Any, plan: Any) -> int:
-    """Evictions whose preemptor has no replica on any of the victim's nodes: with no quotas (one
-    tenant, as here) nothing but node room justifies one, so in Slurm such a requeue frees room
-    for a job that could not have preempted (docs/slurm.md, "Not yet")."""
-    where: dict[str, set[str]] = {}
-    for p in plan.placements:
-        where.setdefault(p.job, set()).add(p.node)
-    victim_nodes = {r.job.id: {p.node for p in r.placements} for r in cluster.running}
-    return sum(1 for e in plan.evictions if not where.get(e.by or "", set()) & victim_nodes[e.job])
 
 
 def slurm_round(n_nodes: int, seed: int, preemption: bool = True) -> dict[str, Any]:
@@ -107,12 +96,12 @@ def measure(n_nodes: int, seed: int, preemption: bool) -> list[Any]:
     write_s = time.perf_counter() - t
     assert check(snap.cluster, snap.queue, plan) == [], "an invalid plan"
     value = evaluate(snap.cluster, snap.queue, plan).admitted_value
-    base, unused = {}, {"auto": unused_evictions(snap.cluster, plan)}
+    base, unused = {}, {"auto": preemptor_elsewhere(snap.cluster, plan)}
     for name in ("topo-best-fit", "kueue", "best-fit"):
         other = solve(snap.cluster, snap.queue, solver=name, time_limit=60.0, seed=seed)
         assert check(snap.cluster, snap.queue, other) == [], f"an invalid {name} plan"
         base[name] = evaluate(snap.cluster, snap.queue, other).admitted_value
-        unused[name] = unused_evictions(snap.cluster, other)
+        unused[name] = preemptor_elsewhere(snap.cluster, other)
         if name == "kueue":
             kueue_requeues = len(other.evictions)
     return [n_nodes, seed, "yes" if preemption else "no", len(snap.cluster.running), len(snap.queue.jobs),

@@ -145,7 +145,12 @@ FINISH_SHARE = 0.05
 
 EVALUATE_RESERVE = 0.1
 """Share of the time limit the greedy portfolio keeps back for evaluating its first plan (later:
-its measured time)."""
+its measured time), at least `EVALUATE_SECONDS_PER_JOB` per job."""
+
+EVALUATE_SECONDS_PER_JOB = 4e-5
+"""Time to evaluate and stamp a baseline's plan per queued and running job (0.033 s for the 1,473
+of mixed-cloud-10k: at a 0.2 s limit, compiling took 0.17 s and a tenth of the limit left too
+little for it, so calls ended at 1.15-1.2x their limit; benchmarks/results/timelimit.md)."""
 
 # ---------------------------------------------------------------------------- sub-model steps
 STEP_BUILD_SHARE = 0.15

@@ -44,8 +44,6 @@ class Start:
     seed: int
     fallback: Plan
     """The best plan found without a model (the hint)."""
-    may_go: list[JobSpec]
-    """Running jobs some queued job may evict (the model decides which go)."""
     cut: bool = False
     """The fallback was cut by the clock: no time is left for a model."""
     lp: ValueBound | None = None
@@ -55,6 +53,17 @@ class Start:
     fallback_terms: dict[str, float] = field(default_factory=dict)
     domain: DomainRun | None = None
     """The domain model's run (`optsched.solvers.domain`), where the round was large enough for it."""
+    evictable: list[JobSpec] | None = None
+    """`may_go` where the start plan search computed it already."""
+
+    @property
+    def may_go(self) -> list[JobSpec]:
+        """Running jobs some queued job may evict (the model decides which go), computed when a
+        model first asks (0.15 s on mixed-cloud-10k: a round whose time the start plan used up
+        builds no model and does not pay it)."""
+        if self.evictable is None:
+            self.evictable = evictable_jobs(self.p)
+        return self.evictable
 
     @property
     def from_domain(self) -> bool:
@@ -180,8 +189,7 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     baselines after the first and the Kueue plan on a multi-tenant round run only within `share`
     of the time limit (the rest is the model's). A `hint` (an initial plan) replaces them."""
     goal = Objective.parse(objective)
-    # running jobs some queued job may evict: the bound treats them as gone, the model decides
-    may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
+    may_go: list[JobSpec] | None = None  # running jobs some queued job may evict (`Start.may_go`)
     found: dict[str, Any] = {}
     kueue: Plan | None = None
     time_limit, start = budget.limit, budget.start
@@ -191,7 +199,7 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
         ran = run_domain(p, goal, budget, until=budget.at(domain_share(budget, p)))
         if ran.plan is not None and not budget.fits_greedy_passes(p, 1, budget.at(share)):
             hint = ran.plan  # no time for the baselines: the domain plan (with its terms) is the start plan
-    if not given and ran is None and may_go and budget.greedy_passes(p) >= 2:
+    if not given and ran is None and budget.greedy_passes(p) >= 2 and (may_go := evictable_jobs(p)):
         # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
         # the Kueue plan first, preempting in the first part of the time only (`KUEUE_PREEMPTS`)
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=budget.at(budget.kueue_preempts_share(p)),
@@ -228,4 +236,9 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
                                         cut=kueue_cut)
         if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
             fallback, cut = kueue, kueue_cut  # Kueue's order wins ties
-    return Start(p, name, goal, budget, seed, fallback, may_go, cut=cut, found=found, domain=ran)
+    return Start(p, name, goal, budget, seed, fallback, cut=cut, found=found, domain=ran, evictable=may_go)
+
+
+def evictable_jobs(p: Problem) -> list[JobSpec]:
+    """Running jobs some queued job may evict: the bound treats them as gone, the model decides."""
+    return preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from optsched.budget import EVALUATE_RESERVE, Budget
+from optsched.budget import EVALUATE_RESERVE, EVALUATE_SECONDS_PER_JOB, Budget
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
 from optsched.model.stats import PortfolioStats
@@ -38,7 +38,7 @@ def solve_portfolio(p: Problem, names: tuple[str, ...] = GREEDY_ORDER, *, object
     best: Plan | None = None
     tried: dict[str, float] = {}
     seconds: dict[str, float] = {}
-    reserve = EVALUATE_RESERVE * time_limit
+    reserve = max(EVALUATE_RESERVE * time_limit, EVALUATE_SECONDS_PER_JOB * (len(p.jobs) + len(p.running)))
     last = 0.0
     for name in names:
         left = budget.end - reserve - time.perf_counter()

@@ -541,6 +541,8 @@ def slurm(nodes: Annotated[Path, typer.Option(help="`scontrol show nodes --json`
           jobs: Annotated[Path, typer.Option(help="`squeue --json` output")],
           partitions: Annotated[Path | None, typer.Option(help="`scontrol show partitions --json` output")] = None,
           qos: Annotated[Path | None, typer.Option(help="`sacctmgr show qos --json` output (preemption)")] = None,
+          associations: Annotated[Path | None, typer.Option(
+              help="`sacctmgr show associations --json` output (GrpTRES limits, with tenant_by: account)")] = None,
           topology: Annotated[Path | None, typer.Option(help="topology.conf (topology/tree or topology/block)")]
           = None,
           config: Annotated[Path | None, typer.Option(
@@ -573,6 +575,7 @@ def slurm(nodes: Annotated[Path, typer.Option(help="`scontrol show nodes --json`
         snap = snapshot(read_document(nodes), read_document(jobs),
                         partitions=read_document(partitions) if partitions else (),
                         qos=read_document(qos) if qos else (),
+                        associations=read_document(associations) if associations else (),
                         topology=text_of(topology) if topology else None, config=cfg)
         plan = run_solve(snap.cluster, snap.queue, solver=solver, time_limit=time_limit)
         todo = actions(plan, snap)

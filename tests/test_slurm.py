@@ -433,3 +433,48 @@ def test_a_round_request_on_slurm_output_returns_the_commands() -> None:
         assert r.status_code == 422 and [d["loc"] for d in r.json()["detail"]] == ["slurm.Node/gpu03.gres"]
         r = client.post("/v1/rounds", json={**body, "cluster": {}})
         assert r.status_code == 422 and r.json()["detail"][0]["rule"] == "exclusive"
+
+
+def _with_limit(account: str, tres: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Slurm-web's associations with `account`'s own association given a GrpTRES."""
+    records = copy.deepcopy(load(V44 / "associations.json")["associations"])
+    for a in records:
+        if a["account"] == account and not a["user"] and not a["partition"]:
+            a["max"]["tres"]["total"] = tres
+    return records
+
+
+def test_account_gpu_limits_are_tenant_quotas() -> None:
+    """GrpTRES gres/gpu=4 on account biology: of three 4-GPU biology jobs one runs; optic (no limit) runs too."""
+    nodes = [node_record("gpu1"), node_record("gpu2")]
+    jobs = [pending(1, gpus_per_node=4, account="biology"), pending(2, gpus_per_node=4, account="biology"),
+            pending(3, gpus_per_node=4, account="biology"), pending(4, gpus_per_node=4, account="optic")]
+    limit = [{"type": "gres", "name": "gpu", "id": 1001, "count": 4}]
+    snap = snapshot(nodes, jobs, associations={"associations": _with_limit("biology", limit)},
+                    config=SlurmConfig(tenant_by="account"), now=NOW)
+    quotas = {t.name: {k: q.nominal for k, q in t.quotas.items()} for t in snap.cluster.tenants}
+    assert quotas == {"biology": {"slurm/gpu": 4.0}, "optic": {"slurm/gpu": 16.0}}
+    for solver in ("kueue", "auto"):
+        plan = solve(snap.cluster, snap.queue, solver=solver, time_limit=1.0)
+        assert check(snap.cluster, snap.queue, plan) == []
+        placed = {p.job for p in plan.placements}
+        assert len(placed & {"1", "2", "3"}) == 1 and "4" in placed, solver
+        assert {d.reason for d in plan.deferred} == {"quota"}
+    # a parent account's limit (physic, over acoustic and optic) is reported, not applied
+    snap = snapshot(nodes, jobs, associations=_with_limit("physic", limit), config=SlurmConfig(tenant_by="account"),
+                    now=NOW)
+    assert any(n.startswith("Association/physic.max.tres.total") for n in snap.ignored)
+    assert all(not t.quotas for t in snap.cluster.tenants)
+
+
+def test_qos_limits_of_slurm_25_11() -> None:
+    """QOS study: GrpTRES node=50 and per-account / per-job / per-user limits, none of them modelled (reported)."""
+    snap = snapshot(NODES, [pending(9, gpus_per_node=1, qos="study")], qos=load(V44 / "qos.json"),
+                    config=SlurmConfig(tenant_by="qos"), now=NOW)
+    assert [t.name for t in snap.cluster.tenants] == ["study"] and not snap.cluster.tenants[0].quotas
+    notes = [n for n in snap.ignored if n.startswith("QOS/study")]
+    assert any("node" in n for n in notes) and any("per-account/job/user" in n for n in notes)
+    with pytest.raises(InputError) as err:
+        snapshot(NODES, [], associations=_with_limit("biology", [{"type": "gres", "name": "gpu", "count": -1}]),
+                 config=SlurmConfig(tenant_by="account"), now=NOW)
+    assert err.value.problems[0].path == "Association/biology.max.tres.total[0].count"

@@ -346,7 +346,7 @@ def _round(svc: Service, req: RoundRequest) -> JSONResponse:
         config = parse(SlurmConfig, s.config, "slurm.config.") if s.config is not None else SlurmConfig()
         try:
             snap = slurm_snapshot(s.nodes, s.jobs or (), partitions=s.partitions or (), qos=s.qos or (),
-                                  topology=s.topology, config=config, now=s.now)
+                                  associations=s.associations or (), topology=s.topology, config=config, now=s.now)
         except InputError as exc:
             raise prefixed(exc, "slurm") from None
         cluster, queue = snap.cluster, snap.queue

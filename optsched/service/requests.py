@@ -69,6 +69,8 @@ class SlurmOutput(Frozen):
     """`scontrol show partitions --json` (partitions that are down hold their jobs)."""
     qos: Any = None
     """`sacctmgr show qos --json` (who may preempt whom)."""
+    associations: Any = None
+    """`sacctmgr show associations --json` (GrpTRES limits, with `tenant_by: account`)."""
     topology: str | None = None
     """topology.conf (topology/tree or topology/block)."""
     config: dict[str, Any] | None = None

@@ -10,6 +10,7 @@ from optsched.adapters.documents import Problems, split_unsatisfiable, validate_
 from optsched.adapters.slurm.config import EXCLUSIVE_RESOURCE, EXCLUSIVE_SHARES, SlurmConfig
 from optsched.adapters.slurm.hostlists import expand
 from optsched.adapters.slurm.jobs import Context, HeldJob, exclusive_shares, read_jobs
+from optsched.adapters.slurm.limits import FLAVOR, GPU_KEY, quotas, read_limits
 from optsched.adapters.slurm.nodes import NodesRead, read_nodes
 from optsched.adapters.slurm.qos import read_qos
 from optsched.adapters.slurm.topology import UNCONNECTED, Fabric, read_topology, unconnected_leaf
@@ -114,11 +115,13 @@ def _fabric(topology: str | None, config: SlurmConfig, problems: Problems) -> Fa
     return read_topology(topology, config.uplinks_gbps, problems)
 
 
-def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (), topology: str | None = None,
-             config: SlurmConfig | None = None, now: float | None = None) -> SlurmSnapshot:
+def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (), associations: Any = (),
+             topology: str | None = None, config: SlurmConfig | None = None, now: float | None = None) -> SlurmSnapshot:
     """Read Slurm's nodes (`scontrol show nodes --json`), jobs (`squeue --json`), optionally its
-    partitions (`scontrol show partitions --json`), QOS (`sacctmgr show qos --json`) and the text of
-    its topology.conf into a round. Each may be the command's whole JSON response or its list.
+    partitions (`scontrol show partitions --json`), QOS (`sacctmgr show qos --json`), associations
+    (`sacctmgr show associations --json`: GrpTRES limits, with `tenant_by: account`;
+    `optsched.adapters.slurm.limits`) and the text of its topology.conf into a round. Each may be
+    the command's whole JSON response or its list.
 
     `now` is the round's time, seconds since the epoch (default: the clock). Raises one
     `InputError` listing every problem, each naming its object (`Node/<name>`, `Job/<id>`,
@@ -131,13 +134,15 @@ def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (),
     part_nodes, down = _partitions(listing(partitions, "partitions", "Partition", problems), problems)
     read = read_nodes(listing(nodes, "nodes", "Node", problems), part_nodes, config, problems)
     fabric = _fabric(topology, config, problems)
-    qos_read = read_qos(listing(qos, "qos", "QOS", problems), config, problems)
+    qos_docs = listing(qos, "qos", "QOS", problems)
+    qos_read = read_qos(qos_docs, config, problems)
+    limits = read_limits(listing(associations, "associations", "Association", problems), qos_docs, config, problems)
     problems.raise_if_any()
     assert fabric is not None
     if not read.docs:
         problems.add("Node", "", "required", "no node was given: a cluster needs at least one")
         problems.raise_if_any()
-    ignored = list(fabric.ignored) + qos_read.ignored
+    ignored = list(fabric.ignored) + qos_read.ignored + limits.ignored
     domains = list(fabric.domains)
     unconnected = []
     for name, doc in read.docs.items():
@@ -162,12 +167,17 @@ def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (),
         for job in [*jobs_read.queued, *(r["job"] for r in jobs_read.running)]:
             exclusive_shares(job, job["id"] in jobs_read.exclusive)
     tenant_names = sorted({j["tenant"] for j in jobs_read.queued} | {r["job"]["tenant"] for r in jobs_read.running})
-    tenants = [{"name": t, "preemption": {"within_tenant": "lower_priority"}} for t in tenant_names]
+    totals = {GPU_KEY: float(sum(d.get("devices", {}).get("count", 0) for d in read.docs.values())),
+              "cpu": sum(d["capacity"]["cpu"] for d in read.docs.values()),
+              "memory": sum(d["capacity"]["memory"] for d in read.docs.values())}
+    caps, flavored = quotas(tenant_names, limits, totals)
+    tenants = [{"name": t, "preemption": {"within_tenant": "lower_priority"}, "quotas": caps[t]} for t in tenant_names]
     node_names = list(read.docs)
     running_ids = [r["job"]["id"] for r in jobs_read.running]
     cluster = problems.build(Cluster, {
         "topology": {"levels": fabric.levels, "domains": domains}, "device_models": read.device_models,
-        "nodes": list(read.docs.values()), "tenants": tenants, "running": jobs_read.running}, "Cluster", "")
+        "nodes": list(read.docs.values()), "tenants": tenants, "running": jobs_read.running,
+        "resource_flavors": [{"name": FLAVOR}] if flavored else []}, "Cluster", "")
     problems.raise_if_any()
     assert cluster is not None
 

@@ -478,3 +478,25 @@ def test_qos_limits_of_slurm_25_11() -> None:
         snapshot(NODES, [], associations=_with_limit("biology", [{"type": "gres", "name": "gpu", "count": -1}]),
                  config=SlurmConfig(tenant_by="account"), now=NOW)
     assert err.value.problems[0].path == "Association/biology.max.tres.total[0].count"
+
+
+def test_partition_priority_tiers_preempt_lower_tiers() -> None:
+    """PreemptType=preempt/partition_prio: a job of the `urgent` partition (PriorityTier 10) preempts
+    the `gpu` partition's (tier 1) work on the nodes both hold; the partitions are Slurm-web's, one
+    copied with a higher tier."""
+    parts = copy.deepcopy(load(V44 / "partitions.json")["partitions"])
+    gpu = next(q for q in parts if q["name"] == "gpu")
+    urgent = {**copy.deepcopy(gpu), "name": "urgent", "priority": {"job_factor": 1, "tier": 10}}
+    nodes = [node_record("gpu1", partitions=("gpu", "urgent")), node_record("gpu2", partitions=("gpu", "urgent"))]
+    jobs = [running(101, ["gpu1"], 8, "normal", NOW - 3600), running(102, ["gpu2"], 8, "normal", NOW - 3600),
+            pending(201, gpus_per_node=8, partition="urgent"), pending(202, gpus_per_node=8, partition="gpu")]
+    config = SlurmConfig(preempt_type="partition_prio")
+    snap = snapshot(nodes, jobs, partitions=[gpu, urgent], config=config, now=NOW)
+    assert {j.id: j.priority for j in snap.queue.jobs} == {"201": 100, "202": 0}
+    assert all(r.job.preemptible for r in snap.cluster.running)
+    plan = solve(snap.cluster, snap.queue, solver="kueue", time_limit=1.0)
+    assert check(snap.cluster, snap.queue, plan) == []
+    assert [p.job for p in plan.placements] == ["201"] and [e.by for e in plan.evictions] == ["201"]
+    with pytest.raises(InputError) as err:
+        snapshot(nodes, jobs, config=config, now=NOW)
+    assert err.value.problems[0].path == "Partition" and err.value.problems[0].rule == "required"

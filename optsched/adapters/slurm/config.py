@@ -48,6 +48,10 @@ class SlurmConfig(Frozen):
     """What a tenant is: `cluster`, one tenant `slurm` (Slurm's one queue, in which QOS preemption
     works across accounts); or each job's account, partition or QOS. Tenants do not preempt one
     another (they have no quotas to reclaim), so QOS preemption works only within a tenant."""
+    preempt_type: Literal["qos", "partition_prio"] = "qos"
+    """Slurm's `PreemptType`: `qos` (`preempt/qos`: a QOS preempts the QOS it lists), or
+    `partition_prio` (`preempt/partition_prio`: jobs of a partition with a higher `PriorityTier`
+    preempt those of lower ones; needs the partitions)."""
     preempt_mode: Literal["requeue", "cancel", "off"] = "requeue"
     """Slurm's cluster-wide `PreemptMode`, used for a job whose QOS has none (or when no QOS is
     given): `requeue` (`scontrol requeue`), `cancel` (`scancel`), `off` (nothing is preemptible).

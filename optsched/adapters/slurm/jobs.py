@@ -39,7 +39,7 @@ from optsched.adapters.documents import Problems, raw
 from optsched.adapters.slurm.config import EXCLUSIVE_SHARES, FEATURE_LABEL, NODE_LABEL, PARTITION_LABEL, SlurmConfig
 from optsched.adapters.slurm.hostlists import expand
 from optsched.adapters.slurm.nodes import NodesRead, model_name
-from optsched.adapters.slurm.qos import QosRead
+from optsched.adapters.slurm.qos import LEVEL_PRIORITY, QosRead
 from optsched.adapters.slurm.values import (
     csv,
     flags,
@@ -98,6 +98,30 @@ class Context:
     leaf_level: str | None
     now: float
     problems: Problems
+    tier_rank: dict[str, int] = field(default_factory=dict)
+    """Partition -> the dense rank of its `PriorityTier` (0 the lowest), for `preempt/partition_prio`."""
+
+    def priority(self, obj: dict[str, Any], ref: str) -> int:
+        """A job's optsched priority: 100 x its QOS's preemption level (`preempt/qos`), or 100 x
+        the rank of its best partition's PriorityTier (`preempt/partition_prio`)."""
+        if self.config.preempt_type == "partition_prio":
+            parts = csv(obj, "partition", ref, self.problems)
+            return LEVEL_PRIORITY * max((self.tier_rank.get(q, 0) for q in parts), default=0)
+        return self.qos.priority(text(obj, "qos", ref, self.problems))
+
+    def preemption(self, obj: dict[str, Any], ref: str) -> tuple[bool, str, float]:
+        """(whether some job may preempt it, how Slurm would, after how long a run): by its QOS, or,
+        under `partition_prio`, by its partition's tier (below the highest) and the cluster's mode."""
+        if self.config.preempt_type == "partition_prio":
+            parts = csv(obj, "partition", ref, self.problems)
+            rank = min((self.tier_rank.get(q, 0) for q in parts), default=0)
+            top = max(self.tier_rank.values(), default=0)
+            mode = self.config.preempt_mode
+            return rank < top and mode != "off", mode, self.config.preempt_exempt_s
+        qos = text(obj, "qos", ref, self.problems)
+        mode = self.qos.mode.get(qos, self.config.preempt_mode)
+        return (qos in self.qos.preemptable and mode != "off", mode,
+                self.qos.exempt_s.get(qos, self.config.preempt_exempt_s))
 
 
 def read_jobs(objects: list[dict[str, Any]], ctx: Context) -> JobsRead:
@@ -194,10 +218,6 @@ def _where(obj: dict[str, Any], n: int, ref: str, ctx: Context) -> tuple[list[li
     return terms, None
 
 
-def _preemptible(qos: str, ctx: Context) -> bool:
-    return qos in ctx.qos.preemptable and ctx.qos.mode.get(qos, ctx.config.preempt_mode) != "off"
-
-
 def _exclusive(obj: dict[str, Any], ref: str, ctx: Context) -> bool:
     """`--exclusive`: `shared: [none]` (v0.0.40 on) or `exclusive: [true]` (v0.0.39)."""
     return ("NONE" in flags(obj, "shared", ref, ctx.problems)
@@ -242,10 +262,9 @@ def _queued(obj: dict[str, Any], job_id: str, ctx: Context, out: JobsRead) -> No
         group["spread"] = {"level": NODE_LEVEL, "max_skew": 1}  # one replica per node, as Slurm counts nodes
     if terms:
         group["node_affinity"] = [{"match_expressions": t} for t in terms]
-    qos = text(obj, "qos", ref, p)
     doc: dict[str, Any] = {
-        "id": job_id, "tenant": _tenant(obj, ref, ctx), "priority": ctx.qos.priority(qos),
-        "submitted_at": number(obj, "submit_time", ref, p) or 0.0, "preemptible": _preemptible(qos, ctx),
+        "id": job_id, "tenant": _tenant(obj, ref, ctx), "priority": ctx.priority(obj, ref),
+        "submitted_at": number(obj, "submit_time", ref, p) or 0.0, "preemptible": ctx.preemption(obj, ref)[0],
         "gang": False if task_ids else (True if n_max > 1 else None), "groups": [group]}
     if ctx.leaf_level is not None and number(obj, "required_switches", ref, p) == 1 and n > 1:
         doc["topology"] = {"level": ctx.leaf_level, "mode": "preferred"}
@@ -343,16 +362,14 @@ def _running(obj: dict[str, Any], job_id: str, ctx: Context, out: JobsRead) -> N
                        "request": {"cpu": cpus * 1000.0, "memory": memory, "gpu": float(gpus)}})
         placements += [{"group": name, "replica": r, "node": node, "devices": devices}
                        for r, (node, devices) in enumerate(members)]
-    qos = text(obj, "qos", ref, p)
     started = number(obj, "start_time", ref, p) or ctx.now
     ran = max(ctx.now - started, 0.0)
-    preemptible = _preemptible(qos, ctx) and ran >= ctx.qos.exempt_s.get(qos, ctx.config.preempt_exempt_s)
-    job = {"id": job_id, "tenant": _tenant(obj, ref, ctx), "priority": ctx.qos.priority(qos),
-           "submitted_at": number(obj, "submit_time", ref, p) or 0.0, "preemptible": preemptible,
+    may, mode, exempt = ctx.preemption(obj, ref)
+    job = {"id": job_id, "tenant": _tenant(obj, ref, ctx), "priority": ctx.priority(obj, ref),
+           "submitted_at": number(obj, "submit_time", ref, p) or 0.0, "preemptible": may and ran >= exempt,
            "gang": len(placements) > 1 or None, "groups": groups}
     if _exclusive(obj, ref, ctx):
         out.exclusive.add(job_id)
-    mode = ctx.qos.mode.get(qos, ctx.config.preempt_mode)
     out.mode_of[job_id] = "cancel" if mode == "requeue" and raw(obj, "requeue") is False else mode
     out.running.append({"job": job, "started_at": started, "checkpoint_age_s": ran,
                         "restart_s": ctx.config.restart_s, "placements": placements})

@@ -14,7 +14,7 @@ from optsched.adapters.slurm.limits import FLAVOR, GPU_KEY, quotas, read_limits
 from optsched.adapters.slurm.nodes import NodesRead, read_nodes
 from optsched.adapters.slurm.qos import read_qos
 from optsched.adapters.slurm.topology import UNCONNECTED, Fabric, read_topology, unconnected_leaf
-from optsched.adapters.slurm.values import flags, named, text
+from optsched.adapters.slurm.values import flags, named, number, text
 from optsched.model.cluster import Cluster
 from optsched.model.queue import Job, Queue
 
@@ -61,9 +61,11 @@ def listing(given: Any, key: str, kind: str, problems: Problems) -> list[dict[st
     return out
 
 
-def _partitions(objects: list[dict[str, Any]], problems: Problems) -> tuple[dict[str, list[str]], set[str]]:
-    """(partition -> its node names, partitions that are not UP)."""
-    nodes, down = {}, set()
+def _partitions(objects: list[dict[str, Any]],
+                problems: Problems) -> tuple[dict[str, list[str]], set[str], dict[str, int]]:
+    """(partition -> its node names, partitions that are not UP, partition -> dense rank of its
+    `PriorityTier`)."""
+    nodes, down, tiers = {}, set(), {}
     for i, obj in enumerate(objects):
         ref, name = named(obj, "Partition", i, problems)
         if name is None:
@@ -75,7 +77,9 @@ def _partitions(objects: list[dict[str, Any]], problems: Problems) -> tuple[dict
         state = flags(obj, "partition.state", ref, problems) or flags(obj, "state", ref, problems)
         if state and "UP" not in state:
             down.add(name)
-    return nodes, down
+        tiers[name] = int(number(obj, "priority.tier", ref, problems) or 0)
+    ranks = {t: r for r, t in enumerate(sorted(set(tiers.values())))}
+    return nodes, down, {name: ranks[t] for name, t in tiers.items()}
 
 
 def unlisted_usage(read: NodesRead, running: list[dict[str, Any]]) -> list[str]:
@@ -131,7 +135,11 @@ def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (),
     config = config or SlurmConfig()
     now = time.time() if now is None else now
     problems = Problems()
-    part_nodes, down = _partitions(listing(partitions, "partitions", "Partition", problems), problems)
+    part_docs = listing(partitions, "partitions", "Partition", problems)
+    part_nodes, down, tier_rank = _partitions(part_docs, problems)
+    if config.preempt_type == "partition_prio" and not part_docs:
+        problems.add("Partition", "", "required",
+                     "preempt_type partition_prio needs the partitions (their PriorityTier)")
     read = read_nodes(listing(nodes, "nodes", "Node", problems), part_nodes, config, problems)
     fabric = _fabric(topology, config, problems)
     qos_docs = listing(qos, "qos", "QOS", problems)
@@ -157,7 +165,7 @@ def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (),
                        f"under the leaf {UNCONNECTED!r}")
     leaf_level = fabric.levels[-1] if topology is not None else None
     ctx = Context(config=config, nodes=read, qos=qos_read, partitions_down=down, leaf_level=leaf_level, now=now,
-                  problems=problems)
+                  problems=problems, tier_rank=tier_rank)
     jobs_read = read_jobs(listing(jobs, "jobs", "Job", problems), ctx)
     problems.raise_if_any()
     ignored += jobs_read.ignored + unlisted_usage(read, jobs_read.running)

@@ -500,3 +500,28 @@ def test_partition_priority_tiers_preempt_lower_tiers() -> None:
     with pytest.raises(InputError) as err:
         snapshot(nodes, jobs, config=config, now=NOW)
     assert err.value.problems[0].path == "Partition" and err.value.problems[0].rule == "required"
+
+
+def test_a_heterogeneous_job_is_one_gang_of_its_components() -> None:
+    """salloc -N1 --gres=gpu:8 : -N2 -c32 (components 300+0 and 300+1), and a running one (400+0, 400+1)."""
+    het = {"set": True, "infinite": False, "number": 300}
+    nodes = [node_record(f"gpu{i}") for i in range(1, 5)]
+    jobs = [pending(300, gpus_per_node=8, het_job_id=het, het_job_offset={"set": True, "number": 0}),
+            pending(301, nodes=2, cpus=64, het_job_id=het, het_job_offset={"set": True, "number": 1}),
+            running(400, ["gpu1"], 8, "normal", NOW - 60, het_job_id={"set": True, "number": 400},
+                    het_job_offset={"set": True, "number": 0}),
+            running(401, ["gpu2"], 4, "normal", NOW - 60, het_job_id={"set": True, "number": 400},
+                    het_job_offset={"set": True, "number": 1})]
+    snap = snapshot(nodes, jobs, now=NOW)
+    (queued,) = snap.queue.jobs
+    assert queued.id == "300" and queued.gang and [(g.name, g.replicas.min, g.request.gpu) for g in queued.groups] == [
+        ("c0", 1, 8.0), ("c1", 2, 0.0)]
+    (run,) = snap.cluster.running
+    assert run.job.id == "400" and sorted((p.group, p.node) for p in run.placements) == [("c0", "gpu1"), ("c1", "gpu2")]
+    plan = solve(snap.cluster, snap.queue, solver="auto", time_limit=1.0)
+    assert check(snap.cluster, snap.queue, plan) == []
+    starts = {s.job_id: s for s in actions(plan, snap).starts}
+    assert set(starts) == {"300+0", "300+1"} and len(starts["300+1"].nodes) == 2
+    assert starts["300+0"].command[2] == "JobId=300+0"
+    held = snapshot(nodes, [jobs[0], {**jobs[1], "hold": True}], now=NOW)
+    assert not held.queue.jobs and [(h.job_id, h.reason) for h in held.held] == [("300", "held")]

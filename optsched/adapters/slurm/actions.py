@@ -93,6 +93,7 @@ def actions(plan: Plan, snap: SlurmSnapshot) -> SlurmActions:
     queued = {j.id for j in snap.queue.jobs}
     running = {r.job.id for r in snap.cluster.running}
     by_job: dict[str, list[tuple[int, str, list[int]]]] = {}
+    by_group: dict[tuple[str, str], list[tuple[int, str, list[int]]]] = {}
     for i, pl in enumerate(plan.placements):
         if pl.job not in queued:
             issues.append(InputIssue(f"placements[{i}].job", "unknown_reference", f"{pl.job!r} is not a queued job"))
@@ -100,6 +101,7 @@ def actions(plan: Plan, snap: SlurmSnapshot) -> SlurmActions:
             issues.append(InputIssue(f"placements[{i}].node", "unsupported", f"{pl.node} is a node to provision"))
         else:
             by_job.setdefault(pl.job, []).append((pl.replica, pl.node, list(pl.devices)))
+            by_group.setdefault((pl.job, pl.group), []).append((pl.replica, pl.node, list(pl.devices)))
     for i, ev in enumerate(plan.evictions):
         if ev.job not in running:
             issues.append(InputIssue(f"evictions[{i}].job", "unknown_reference", f"{ev.job!r} is not a running job"))
@@ -113,7 +115,12 @@ def actions(plan: Plan, snap: SlurmSnapshot) -> SlurmActions:
     for job, rows in by_job.items():
         rows.sort()
         tasks = snap.tasks.get(job)
-        if tasks is not None:  # an array: each replica is a task of its own
+        components = snap.components.get(job)
+        if components is not None:  # heterogeneous: each component (task group) its own nodes
+            for group, component in sorted(components.items()):
+                got = sorted(by_group.get((job, group), []))
+                out.starts.append(_start(component, [node for _, node, _ in got], {node: d for _, node, d in got if d}))
+        elif tasks is not None:  # an array: each replica is a task of its own
             out.starts += [_start(tasks[r], [node], {node: devs} if devs else {}) for r, node, devs in rows]
             left = tasks[len(rows):]
             if left:

@@ -21,11 +21,15 @@ A running job (RUNNING, COMPLETING, CONFIGURING, SUSPENDED) keeps what it holds 
 per-node shape. It is preemptible when its QOS is one some QOS preempts, with a mode that frees
 its resources (REQUEUE, CANCEL) and past `PreemptExemptTime`; its lost work is its run time.
 
+A heterogeneous job (`het_job_id`, `het_job_offset`: `salloc ... : ...`) is one gang job whose
+task groups are its components (`c0`, `c1`, ...), each with its own nodes and shares; running, the
+same with each component's per-node shapes.
+
 Pending jobs Slurm would not start now are held with their reason, not offered: held by a user
 or admin, waiting on a dependency or a begin time, in a reservation, in partitions that are all
-down, heterogeneous, or asking what is not modelled (a `features` expression with brackets,
-counts or both `&` and `|`; `required_nodes` that name fewer nodes than it needs; multi-node
-array tasks).
+down (a heterogeneous job when one of its components is), or asking what is not modelled (a
+`features` expression with brackets, counts or both `&` and `|`; `required_nodes` that name fewer
+nodes than it needs; multi-node array tasks).
 """
 
 from __future__ import annotations
@@ -84,6 +88,10 @@ class JobsRead:
     """Job id -> `Job/<id>` (what errors name)."""
     mode_of: dict[str, str] = field(default_factory=dict)
     """Running job id -> how Slurm preempts it (`requeue`, `cancel`)."""
+    components: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Heterogeneous job id -> its task groups' component ids (`c1` -> `123+1`)."""
+    het_of: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Record id -> (heterogeneous job id, component offset), for the records of one."""
     ignored: list[str] = field(default_factory=list)
 
 
@@ -133,11 +141,75 @@ def read_jobs(objects: list[dict[str, Any]], ctx: Context) -> JobsRead:
             ctx.problems.add(f"Job[{i}]", "job_id", "required", "a job needs a job_id")
             continue
         state = flags(obj, "job_state", f"Job/{given}", ctx.problems)
+        het = number(obj, "het_job_id", f"Job/{given}", ctx.problems)
+        if het and state and state[0] in ("PENDING", *RUNNING_STATES):
+            out.het_of[str(given)] = (int(het), int(number(obj, "het_job_offset", f"Job/{given}", ctx.problems) or 0))
         if state and state[0] == "PENDING":
             _queued(obj, str(given), ctx, out)
         elif state and state[0] in RUNNING_STATES:
             _running(obj, str(given), ctx, out)
+    if out.het_of:
+        _merge_heterogeneous(out)
     return out
+
+
+def _merge_heterogeneous(out: JobsRead) -> None:
+    """The records of each heterogeneous job as one gang job whose task groups are its components
+    (`c0`, `c1`, ...: each its own nodes and shares), queued or running; a component held holds them all."""
+    why: dict[int, HeldJob] = {}
+    for h in [h for h in out.held if h.job_id in out.het_of]:
+        out.held.remove(h)
+        why.setdefault(out.het_of[h.job_id][0], h)
+    held = set(why)
+    for het, h in sorted(why.items()):
+        out.held.append(HeldJob(str(het), h.reason, f"component {h.job_id}: {h.detail}"))
+    for kind in ("queued", "running"):
+        docs: list[dict[str, Any]] = getattr(out, kind)
+        parts: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        keep = []
+        for doc in docs:
+            job = doc if kind == "queued" else doc["job"]
+            if job["id"] in out.het_of:
+                het, offset = out.het_of[job["id"]]
+                if het not in held or kind == "running":
+                    parts.setdefault(het, []).append((offset, doc))
+            else:
+                keep.append(doc)
+        for het, members in sorted(parts.items()):
+            members.sort(key=lambda m: m[0])
+            merged = _merged(het, members, kind, out)
+            keep.append(merged)
+        docs[:] = keep
+
+
+def _merged(het: int, members: list[tuple[int, dict[str, Any]]], kind: str, out: JobsRead) -> dict[str, Any]:
+    jobs = [doc if kind == "queued" else doc["job"] for _, doc in members]
+    groups, names = [], {}
+    for (offset, _), job in zip(members, jobs, strict=True):
+        for g in job["groups"]:
+            name = f"c{offset}" if len(job["groups"]) == 1 else f"c{offset}-{g['name']}"
+            names[(offset, g["name"])] = name
+            groups.append({**g, "name": name})
+        out.components.setdefault(str(het), {})[f"c{offset}"] = f"{het}+{offset}"
+    lead = jobs[0]
+    job = {**lead, "id": str(het), "gang": True, "groups": groups,
+           "priority": max(j["priority"] for j in jobs), "submitted_at": min(j["submitted_at"] for j in jobs)}
+    exclusive = False
+    for j in jobs:
+        out.ref_of.pop(j["id"], None)
+        if j["id"] in out.exclusive:
+            out.exclusive.discard(j["id"])
+            exclusive = True
+    out.ref_of[str(het)] = f"Job/{het}"
+    if exclusive:
+        out.exclusive.add(str(het))
+    if kind == "queued":
+        return job
+    lead_doc = members[0][1]
+    out.mode_of[str(het)] = out.mode_of.get(lead["id"], "requeue")
+    placements = [{**pl, "group": names[(offset, pl["group"])]} for offset, doc in members for pl in doc["placements"]]
+    return {**lead_doc, "job": job, "placements": placements,
+            "started_at": min(d["started_at"] for _, d in members)}
 
 
 def _tenant(obj: dict[str, Any], ref: str, ctx: Context) -> str:
@@ -160,9 +232,6 @@ def _hold_reason(obj: dict[str, Any], ref: str, ctx: Context) -> tuple[str, str]
         return "begin_time", "waiting for its begin time"
     if text(obj, "resv_name", ref, p):
         return "reservation", f"runs in reservation {text(obj, 'resv_name', ref, p)!r} (reservations are not modelled)"
-    het = number(obj, "het_job_id", ref, p)
-    if het:
-        return "not_modelled", f"a component of heterogeneous job {int(het)}"
     parts = csv(obj, "partition", ref, p)
     if parts and all(q in ctx.partitions_down for q in parts):
         return "partition", f"partition {', '.join(parts)} is not up"

@@ -34,6 +34,8 @@ class SlurmSnapshot:
     """Job id -> the Slurm job id of each replica, for an array job (`123_4`)."""
     preempt_mode: dict[str, str] = field(default_factory=dict)
     """Running job id -> how Slurm preempts it (`requeue` or `cancel`)."""
+    components: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Heterogeneous job id -> its task groups' Slurm component ids (`c1` -> `123+1`)."""
     ignored: list[str] = field(default_factory=list)
     """What the input says that the round does not model or reads approximately (`Object.field: why`)."""
     config: SlurmConfig = field(default_factory=SlurmConfig)
@@ -199,5 +201,6 @@ def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (),
     queue = Queue(now=now, jobs=queue_jobs)
     validate_read_queue(queue, cluster, [jobs_read.ref_of[j.id] for j in queue_jobs])
     return SlurmSnapshot(cluster=cluster, queue=queue, held=held, tasks=jobs_read.tasks,
-                         preempt_mode=jobs_read.mode_of, ignored=ignored, config=config)
+                         preempt_mode=jobs_read.mode_of, components=jobs_read.components, ignored=ignored,
+                         config=config)
 

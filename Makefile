@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/milp.py
 	$(BIN)/python benchmarks/fgd.py
 	$(BIN)/python benchmarks/slurm.py
+	$(BIN)/python benchmarks/auto.py
 	$(BIN)/python benchmarks/pareto.py
 	$(BIN)/python benchmarks/cost.py
 	$(BIN)/python benchmarks/scale.py --huge --curve --out benchmarks/results

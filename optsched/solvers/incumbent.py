@@ -25,7 +25,7 @@ from optsched.problem import JobSpec, Problem
 from optsched.roundmodel.decode import NOT_ADMITTED
 from optsched.solvers import guided
 from optsched.solvers.bound import ValueBound, relaxed_base, value_bound
-from optsched.solvers.domain import DomainRun, domain_share, run_domain
+from optsched.solvers.domain import MIP_STRETCH_SHARE, DomainRun, domain_share, run_domain
 from optsched.solvers.domain import fits as domain_fits
 from optsched.solvers.greedy import STRATEGIES
 from optsched.solvers.portfolio import GREEDY_ORDER, solve_portfolio
@@ -196,7 +196,8 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     given = hint is not None  # a hint (an initial plan) replaces every candidate below
     ran: DomainRun | None = None
     if not given and domain and p.jobs and domain_fits(budget, p):
-        ran = run_domain(p, goal, budget, until=budget.at(domain_share(budget, p)))
+        share = domain_share(budget, p)
+        ran = run_domain(p, goal, budget, until=budget.at(share), stretch=budget.at(max(share, MIP_STRETCH_SHARE)))
         if ran.plan is not None and not budget.fits_greedy_passes(p, 1, budget.at(share)):
             hint = ran.plan  # no time for the baselines: the domain plan (with its terms) is the start plan
     if not given and ran is None and budget.greedy_passes(p) >= 2 and (may_go := evictable_jobs(p)):

@@ -196,8 +196,10 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     given = hint is not None  # a hint (an initial plan) replaces every candidate below
     ran: DomainRun | None = None
     if not given and domain and p.jobs and domain_fits(budget, p):
-        share = domain_share(budget, p)
-        ran = run_domain(p, goal, budget, until=budget.at(share), stretch=budget.at(max(share, MIP_STRETCH_SHARE)))
+        may_go = evictable_jobs(p)  # the domain path's estimates assume the preemption tables exist
+    if may_go is not None and domain_fits(budget, p):
+        ready = domain_share(budget, p)
+        ran = run_domain(p, goal, budget, until=budget.at(ready), stretch=budget.at(max(ready, MIP_STRETCH_SHARE)))
         if ran.plan is not None and not budget.fits_greedy_passes(p, 1, budget.at(share)):
             hint = ran.plan  # no time for the baselines: the domain plan (with its terms) is the start plan
     if not given and ran is None and budget.greedy_passes(p) >= 2 and (may_go := evictable_jobs(p)):

@@ -53,7 +53,7 @@ def exact_front(p: Problem, objectives: Sequence[str], *, time_limit: float = 60
     start = time.perf_counter()
     from optsched.concerns.tenancy import preemption
 
-    evictable = preemption.evictable_jobs(p, len(p.running)) if evictions and p.running and p.jobs else []
+    evictable = preemption.evictable_jobs(p) if evictions else []
     if provision is None:
         provision = bool(p.pool_max_nodes.sum() > 0)
     r = RoundModel.whole_round(p, evictable, max_candidates=p.n_nodes, wanted=frozenset(names), provision=provision)

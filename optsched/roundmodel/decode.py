@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from optsched.concerns import devices, eligibility
-from optsched.concerns.tenancy import preemption
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
+from optsched.roundmodel.evictions import name_preemptors
 from optsched.roundmodel.variables import RoundModel
 
 NOT_ADMITTED = "not admitted by the model"
@@ -78,7 +78,7 @@ def decode(r: RoundModel, solver: Solution, stats: SolverStats, *,
         plan = plan.model_copy(update={"provisioning": new})
     if not evicted:
         return plan
-    evictions = preemption.name_preemptors(p, plan, evicted, r.device_plan.get("evict", {}), solver)
+    evictions = name_preemptors(p, plan, evicted, r.device_plan.get("evict", {}), solver)
     return None if evictions is None else plan.model_copy(update={"evictions": [*plan.evictions, *evictions]})
 
 

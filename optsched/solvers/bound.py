@@ -156,7 +156,7 @@ def relaxed_base(p: Problem) -> Ledger:
 
     base = Ledger.with_running(p)
     if p.running and p.jobs:
-        base.add_running_many(preemption.evictable_jobs(p, len(p.running)), sign=-1.0)
+        base.add_running_many(preemption.evictable_jobs(p), sign=-1.0)
     return base
 
 

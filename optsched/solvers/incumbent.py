@@ -62,7 +62,7 @@ class Start:
         model first asks (0.15 s on mixed-cloud-10k: a round whose time the start plan used up
         builds no model and does not pay it)."""
         if self.evictable is None:
-            self.evictable = evictable_jobs(self.p)
+            self.evictable = preemption.evictable_jobs(self.p)
         return self.evictable
 
     @property
@@ -196,13 +196,13 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
     given = hint is not None  # a hint (an initial plan) replaces every candidate below
     ran: DomainRun | None = None
     if not given and domain and p.jobs and domain_fits(budget, p):
-        may_go = evictable_jobs(p)  # the domain path's estimates assume the preemption tables exist
+        may_go = preemption.evictable_jobs(p)  # the domain path's estimates assume the preemption tables exist
     if may_go is not None and domain_fits(budget, p):
         ready = domain_share(budget, p)
         ran = run_domain(p, goal, budget, until=budget.at(ready), stretch=budget.at(max(ready, MIP_STRETCH_SHARE)))
         if ran.plan is not None and not budget.fits_greedy_passes(p, 1, budget.at(share)):
             hint = ran.plan  # no time for the baselines: the domain plan (with its terms) is the start plan
-    if not given and ran is None and budget.greedy_passes(p) >= 2 and (may_go := evictable_jobs(p)):
+    if not given and ran is None and budget.greedy_passes(p) >= 2 and (may_go := preemption.evictable_jobs(p)):
         # preemption can pay (on mixed-cloud-10k it doubled the admitted value, results/tenancy.md):
         # the Kueue plan first, preempting in the first part of the time only (`KUEUE_PREEMPTS`)
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=budget.at(budget.kueue_preempts_share(p)),
@@ -240,8 +240,3 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
         if not goal.better(fallback.objective or evaluate_problem(p, fallback).objective(), terms):
             fallback, cut = kueue, kueue_cut  # Kueue's order wins ties
     return Start(p, name, goal, budget, seed, fallback, cut=cut, found=found, domain=ran, evictable=may_go)
-
-
-def evictable_jobs(p: Problem) -> list[JobSpec]:
-    """Running jobs some queued job may evict: the bound treats them as gone, the model decides."""
-    return preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []

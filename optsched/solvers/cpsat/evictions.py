@@ -31,6 +31,7 @@ from optsched.model.plan import Plan
 from optsched.model.stats import StepStats
 from optsched.objective import EXACT, MAXIMISED, Objective
 from optsched.problem import Problem
+from optsched.roundmodel.evictions import hold_fixed_reclaims
 from optsched.roundmodel.variables import RoundModel
 from optsched.solvers.cpsat.neighbourhood import MAX_CANDIDATES, plan_ledger
 from optsched.solvers.cpsat.pipeline import StepTimes, SubModel, solve_submodel
@@ -136,7 +137,7 @@ def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed
                    touched_fixed=others.quota_used > EPS, wanted=goal.terms())
     row = {"kind": "evictions", "preemptors": len(movable), "victims": len(victims), "nodes": int(allowed.sum())}
     t0 = time.perf_counter()
-    sub = SubModel(r, goal, start=plan, rest=plan, constrain=lambda r: preemption.hold_fixed_reclaims(r, plan, view),
+    sub = SubModel(r, goal, start=plan, rest=plan, constrain=lambda r: hold_fixed_reclaims(r, plan, view),
                    seed=seed, num_workers=num_workers)
     times = StepTimes(variables_by=t0 + EVICTION_VARIABLES_SHARE * (deadline - t0), encode_by=deadline,
                       hint_s=lambda: STEP_HINT_SHARE * (deadline - time.perf_counter()),

@@ -28,13 +28,13 @@ from optsched.budget import (
     STEP_VARIABLES_SHARE,
 )
 from optsched.concerns import eligibility
-from optsched.concerns.tenancy import preemption
 from optsched.ledger import Ledger, crossed_domains
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
 from optsched.model.stats import StepStats
 from optsched.objective import Objective
 from optsched.problem import BArray, FArray, IArray, JobSpec, Problem, priority_weight
+from optsched.roundmodel.evictions import hold_fixed_reclaims
 from optsched.roundmodel.variables import RoundModel
 from optsched.solvers.cpsat.pipeline import StepTimes, SubModel, solve_submodel
 from optsched.view import PlanView
@@ -148,7 +148,7 @@ def _job_worth(job: JobSpec) -> float:
 
 def _holding_reclaims(plan: Plan, view: PlanView) -> Callable[[RoundModel], None]:
     """The extra constraints of a neighbourhood of `plan`: the reclaims it does not decide stay legal."""
-    return lambda r: preemption.hold_fixed_reclaims(r, plan, view)
+    return lambda r: hold_fixed_reclaims(r, plan, view)
 
 
 def _beats(goal: Objective, terms: dict[str, float]) -> Callable[[dict[str, float]], bool]:

@@ -96,7 +96,7 @@ def model_bound(p: Problem, time_limit: float) -> tuple[float | None, str]:
     so it holds for every plan on existing nodes (as the LP value bound). Returns (None, why) when
     the model cannot be whole (too many evictable jobs) or its build does not fit the time."""
     start = time.perf_counter()
-    may_go = preemption.evictable_jobs(p, len(p.running)) if p.running and p.jobs else []
+    may_go = preemption.evictable_jobs(p)
     if len(may_go) > MAX_EVICTABLE:
         return None, f"{len(may_go)} evictable running jobs (the model takes {MAX_EVICTABLE})"
     r = RoundModel.whole_round(p, may_go, max_candidates=p.n_nodes, wanted=frozenset({"admitted_value"}))

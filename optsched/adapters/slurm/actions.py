@@ -124,7 +124,7 @@ def actions(plan: Plan, snap: SlurmSnapshot) -> SlurmActions:
             out.starts += [_start(tasks[r], [node], {node: devs} if devs else {}) for r, node, devs in rows]
             left = tasks[len(rows):]
             if left:
-                out.waiting.append(JobWaiting(f"{job}", "capacity",
+                out.waiting.append(JobWaiting(job, "capacity",
                                               f"the plan starts {len(rows)} of its {len(tasks)} tasks"))
         else:
             out.starts.append(_start(job, [node for _, node, _ in rows], {node: d for _, node, d in rows if d}))

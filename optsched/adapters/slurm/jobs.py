@@ -239,8 +239,9 @@ def _hold_reason(obj: dict[str, Any], ref: str, ctx: Context) -> tuple[str, str]
 
 
 def _per_node_gres(obj: dict[str, Any], n: int, ref: str, ctx: Context,
-                   out: JobsRead) -> tuple[float, str | None, dict[str, float]]:
-    """(GPUs per node, the GRES type asked or None, other GRES per node)."""
+                   notes: list[str] | None = None) -> tuple[float, str | None, dict[str, float]]:
+    """(GPUs per node, the GRES type asked or None, other GRES per node); an uneven per-job count
+    rounded up is noted in `notes`."""
     p, gpu = ctx.problems, ctx.config.gpu_gres
     tasks = number(obj, "tasks", ref, p) or float(n)
     sockets = number(obj, "sockets_per_node", ref, p) or 1.0
@@ -252,8 +253,8 @@ def _per_node_gres(obj: dict[str, Any], n: int, ref: str, ctx: Context,
             amount = float(math.ceil(g.count * factor - 1e-9))
             if g.name == gpu:
                 gpus, kind = max(gpus, amount), g.type or kind
-                if amount != g.count * factor:
-                    out.ignored.append(f"{ref}.{key}: {g.count:g} over {n} nodes read as {amount:g} per node")
+                if amount != g.count * factor and notes is not None:
+                    notes.append(f"{ref}.{key}: {g.count:g} over {n} nodes read as {amount:g} per node")
             else:
                 other[g.name] = max(other.get(g.name, 0.0), amount)
     return gpus, kind, other
@@ -354,7 +355,7 @@ def _group(obj: dict[str, Any], n: int, ref: str, ctx: Context, out: JobsRead) -
     memory = number(obj, "memory_per_node", ref, p)
     if memory is None:
         memory = (number(obj, "memory_per_cpu", ref, p) or 0.0) * cpu
-    gpus, kind, other = _per_node_gres(obj, n, ref, ctx, out)
+    gpus, kind, other = _per_node_gres(obj, n, ref, ctx, out.ignored)
     disk = number(obj, "minimum_tmp_disk_per_node", ref, p)
     if disk:
         other["tmp_disk"] = disk
@@ -421,7 +422,7 @@ def _running(obj: dict[str, Any], job_id: str, ctx: Context, out: JobsRead) -> N
         shapes.setdefault((cpus, memory, len(devices)), []).append((node, sorted(devices)))
     if p.issues:
         return
-    if not details and _per_node_gres(obj, len(allocation), ref, ctx, JobsRead())[0] > 0:
+    if not details and _per_node_gres(obj, len(allocation), ref, ctx)[0] > 0:
         p.add(ref, "gres_detail", "required", "a running job with GPUs needs gres_detail (its device indices)")
         return
     groups, placements = [], []

@@ -152,7 +152,7 @@ def snapshot(nodes: Any, jobs: Any = (), *, partitions: Any = (), qos: Any = (),
     if not read.docs:
         problems.add("Node", "", "required", "no node was given: a cluster needs at least one")
         problems.raise_if_any()
-    ignored = list(fabric.ignored) + qos_read.ignored + limits.ignored
+    ignored = qos_read.ignored + limits.ignored
     domains = list(fabric.domains)
     unconnected = []
     for name, doc in read.docs.items():

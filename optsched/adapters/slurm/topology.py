@@ -17,7 +17,7 @@ Two of Slurm's topology plugins have a fabric optsched models (topology.conf(5))
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -37,7 +37,6 @@ class Fabric:
     domains: list[dict[str, Any]]
     leaf_of: dict[str, str]
     """Node name -> the id of its leaf domain."""
-    ignored: list[str] = field(default_factory=list)
 
 
 def _lines(text: str, problems: Problems) -> list[tuple[int, dict[str, str]]]:

@@ -79,7 +79,8 @@ MIP_STRETCH_SHARE = 0.6
 """As a start plan, the domain model's plan may be ready as late as this share of the limit when
 its MIP fits by then and not by `START_SHARE`: on mixed-cloud-10k with 1,000 jobs at 10 s the MIP's
 plan (solved in 1.2 s) is 0.7% better than the LP's rounding, and the neighbourhood steps in the
-rest of the limit did not close that (gap 1.03% with the LP start, 0.32% from the MIP: benchmarks/results/scale.md, seed 3)."""
+rest of the limit did not close that (gap 1.03% with the LP start, 0.32% from the MIP:
+benchmarks/results/scale.md, seed 3)."""
 
 START_LEAST_S = 1.0
 """... but not before this many seconds from the start (a whole call at mixed-cloud-10k with 1,000

@@ -43,11 +43,9 @@ def write(name: str, text: str) -> Path:
 
 
 def preemptor_elsewhere(cluster: Any, plan: Any) -> int:
-    """Evictions whose named preemptor has no replica on any node the victim held. Where tenants
-    have no quotas (Slurm's one queue) only node room justifies an eviction, so each of these
-    frees room for a job that could not have preempted; with quotas, some may be quota
-    reclaims (so it is an upper bound of those). optsched's rule asks only for an admitted
-    preemptor the policy allows (docs/slurm.md, "Not yet"; issue 22)."""
+    """Evictions whose named preemptor has no replica on any node the victim held: since rule 10
+    (docs/rules.md `serving`) the evictions served by quota rather than by room (where tenants
+    have no quotas, as in Slurm's one queue, there are none)."""
     where: dict[str, set[str]] = {}
     for p in plan.placements:
         where.setdefault(p.job, set()).add(p.node)

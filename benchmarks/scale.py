@@ -212,10 +212,9 @@ def main() -> None:
            table(["cluster", "limit s", "objective", "rounds", ">= Kueue value", ">= Kueue with <= lost", "max gap",
                   "max wall s", "evictions, preemptor elsewhere", "status"], m_sum),
            "\n\"Preemptor elsewhere\": evictions whose named preemptor has no replica on the victim's nodes "
-           "(benchmarks/common.py `preemptor_elsewhere`). optsched's rule asks only that an admitted preemptor the "
-           "policy allows exists, not that the victim's room (or quota) serve it, so these plans may evict to give "
-           "room to jobs that could not have preempted; Kueue's baseline evicts for the job it places. Part of the "
-           "value margin over Kueue (and the extra lost work) is that, until issue 22's rule asks for it.\n",
+           "(benchmarks/common.py `preemptor_elsewhere`). Every eviction serves its preemptor (rule 10, "
+           "docs/rules.md `serving`): these are the ones served by quota (putting the victim back would break a "
+           "quota rule the plan keeps), not by room.\n",
            "\ndgx-h100-1k and ascend-910b-4k at 1 s (target: >= best greedy on 15/15, not fallback on >= 12/15, "
            "gap <= 1.5%):\n",
            table(["cluster", "limit s", "rounds", ">= best greedy", "not fallback", "max gap", "max wall s"], f_sum),

@@ -129,9 +129,8 @@ def main() -> None:
         "completion. Read: `snapshot` of Slurm's JSON and topology.conf; write: `actions` (the scontrol commands). "
         "Value ratios are admitted value over each baseline's on the same round. Preemption: QOS high preempts "
         "scavenger (else no QOS preempts). Requeues: the plan's evictions, in brackets those whose preemptor has no "
-        "replica on the victim's nodes: with one tenant and no quotas only node room justifies an eviction, so "
-        "those free room for jobs that could not have preempted in Slurm (optsched's rule asks only for an admitted "
-        "preemptor the policy allows: docs/slurm.md, \"Not yet\"); the value they buy is not a win over Slurm.", "",
+        "replica on the victim's nodes: with one tenant and no quotas only node room serves a preemptor, and rule "
+        "10 (docs/rules.md `serving`) refuses an eviction that serves none, so the bracket must read 0.", "",
         table(["nodes", "seed", "preemption", "running", "pending", "read s", "solve s", "status", "write s",
                "starts", "requeues (unused)", "kueue requeues (unused)", "value", "topo-best-fit value",
                "/ topo-best-fit", "/ kueue", "/ best-fit"], rows), ""])

@@ -647,3 +647,56 @@ def test_cpsat_evicts_the_lower_priority_of_equal_cost_victims() -> None:
     assert evicted(cpsat) == {"a-low": ("preempted", "a-new")}
     k, s = evaluate_problem(p, kueue), evaluate_problem(p, cpsat)
     assert (s.admitted_value, s.disruption) == pytest.approx((k.admitted_value, k.disruption))
+
+
+# ---------------------------------------------------------------------------- rule 10: an eviction serves its preemptor
+def _evict_plan(victim: str, by: str, node: str, reason: str = "preempted") -> Plan:
+    return Plan.model_validate({
+        "placements": [{"job": by, "group": "w", "replica": 0, "node": node}],
+        "evictions": [{"job": victim, "reason": reason, "by": by, "lost_gpu_hours": 0.0}]})
+
+
+def test_an_eviction_must_serve_its_preemptor_by_room_or_by_quota() -> None:
+    """Rule 10: team-a-cq (alone, 64 CPUs nominal) runs a-low (4 CPUs, priority -1) on n0; a-high
+    (4 CPUs, priority 1) may preempt it. Placed beside it (n0) the eviction serves by room; placed
+    on n1 with quota to spare it serves nobody and the validator names both the rule and the
+    preemptor. With nominal 6 (no cohort) putting a-low back breaks the quota, so the eviction
+    serves by quota wherever a-high runs."""
+    policy: dict[str, Any] = {"within_tenant": "lower_priority"}
+    jobs = [job("a-high", "a", cpus=4, priority=1)]
+    c = cluster([tenant("a", 64, cohort=None, **policy)], [running(job("a-low", "a", cpus=4, priority=-1), "n0")])
+    p = compile_problem(c, Queue.model_validate({"jobs": jobs}))
+    assert check_problem(p, _evict_plan("a-low", "a-high", "n0")) == []
+    problems = check_problem(p, _evict_plan("a-low", "a-high", "n1"))
+    assert [(v.rule, v.job) for v in problems] == [("serving", "a-low")]
+    assert "its preemptor a-high has no replica on the nodes the victim held" in problems[0].message
+    c = cluster([tenant("a", 6, cohort=None, **policy)], [running(job("a-low", "a", cpus=4, priority=-1), "n0")])
+    p = compile_problem(c, Queue.model_validate({"jobs": jobs}))
+    assert check_problem(p, _evict_plan("a-low", "a-high", "n1")) == []
+
+
+def test_a_reclaim_serves_only_where_the_cohort_needs_the_quota_back() -> None:
+    """Rule 10 for reclaims: team-b-cq borrows 4 of team-a-cq's CPUs (b-borrow on n1). An 8-CPU
+    a-new on n2 takes the cohort to 8 + 12 = 20 > 16 with b-borrow back: the reclaim serves. A
+    4-CPU a-small leaves the cohort at 16 with b-borrow back: evicting it frees nothing a-small
+    needs, so the validator refuses the plan (rule 10 alone: the reclaim is otherwise legal)."""
+    run = [running(job("b-base", "b", cpus=8, preemptible=False), "n1"),
+           running(job("b-borrow", "b", cpus=4, priority=3), "n1")]
+    c = cluster([tenant("a", 8, reclaim_within_cohort="any"), tenant("b", 8)], run)
+    p = compile_problem(c, Queue.model_validate({"jobs": [job("a-new", "a", cpus=8, priority=5)]}))
+    assert check_problem(p, _evict_plan("b-borrow", "a-new", "n2", "reclaimed")) == []
+    p = compile_problem(c, Queue.model_validate({"jobs": [job("a-small", "a", cpus=4, priority=5)]}))
+    problems = check_problem(p, _evict_plan("b-borrow", "a-small", "n2", "reclaimed"))
+    assert [(v.rule, v.job) for v in problems] == [("serving", "b-borrow")]
+
+
+def test_solvers_evict_for_room_beside_the_victim(solver: str) -> None:
+    """Rule 10 through the solvers: two 16-CPU nodes, n0 held by a-low (16 CPUs, preemptible) and
+    n1 by a non-preemptible 12-CPU job; a 16-CPU a-high fits only where a-low ran, so both
+    solvers evict a-low and place a-high on n0 (quota is ample: the room is the only reason)."""
+    run = [running(job("a-low", "a", cpus=16, priority=-1), "n0"),
+           running(job("a-keep", "a", cpus=12, preemptible=False), "n1")]
+    c = cluster([tenant("a", 64, cohort=None, within_tenant="lower_priority")], run, nodes=2)
+    _, plan = solve(solver, c, [job("a-high", "a", cpus=16, priority=1)])
+    assert evicted(plan) == {"a-low": ("preempted", "a-high")}
+    assert [(pl.job, pl.node) for pl in plan.placements] == [("a-high", "n0")]

@@ -47,7 +47,7 @@ from optsched.concerns import (
     value,
 )
 from optsched.concerns.base import Violation
-from optsched.concerns.tenancy import preemption, quota
+from optsched.concerns.tenancy import preemption, quota, serving
 from optsched.ledger import Ledger, PlacedReplica
 from optsched.problem import JobSpec, Problem
 from optsched.view import PlanView
@@ -96,6 +96,8 @@ CONCERNS: tuple[Concern, ...] = (
             search=(quota.job_problem,)),
     Concern("preemption", preemption, check=preemption.check, term=preemption.term, encodings=("preemption",),
             search=(preemption.preemptors, preemption.evictable_jobs)),
+    Concern("serving", serving, check=serving.check, encodings=("serving",), search=(serving.serves_problems,),
+            missing=(("term", "a rule, not a score: its cost is in `disruption`"),)),
     Concern("value", value, term=value.term, encodings=("value",), search=(value.replica_value,),
             missing=(("check", "admitted value is scored, not constrained"),)),
     Concern("cost", cost, term=cost.term, encodings=("provisioning", "cost"),

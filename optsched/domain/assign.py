@@ -29,7 +29,7 @@ import numpy as np
 
 from optsched.check import check_problem
 from optsched.concerns import eligibility
-from optsched.concerns.tenancy import preemption
+from optsched.concerns.tenancy import preemption, serving
 from optsched.domain.cells import Cells
 from optsched.domain.model import DomainSolution
 from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_use
@@ -171,7 +171,7 @@ def _preemptor(p: Problem, ledger: Ledger, job: JobSpec, replicas: list[PlacedRe
         uses += flavor_use(p, job.groups[r.group], r.node)
     final, nominal = ledger.quota_used[job.tenant], p.nominal[job.tenant]
     within = bool(np.all((final <= nominal + EPS * np.maximum(1.0, nominal)) | (uses <= 0)))
-    return preemption.Preemptor(job, uses, within)
+    return preemption.Preemptor(job, uses, within, frozenset(r.node for r in replicas), ledger.quota_used)
 
 
 def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedReplica]],
@@ -182,23 +182,48 @@ def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedRep
     out: list[Eviction] = []
     stuck: list[int] = []
     reclaimed_before: dict[int, FArray] = {}
-    seen: dict[int, preemption.Preemptor] = {}
+    seen: dict[int, tuple[preemption.Preemptor, int]] = {}
+    quota_served: dict[tuple[int, int, int], bool] = {}
+    on_node: dict[int, set[str]] = {}
+    for job_id, reps in placed.items():
+        for r in reps:
+            on_node.setdefault(r.node, set()).add(job_id)
 
-    def as_preemptor(job: JobSpec) -> preemption.Preemptor:
+    def as_preemptor(job: JobSpec) -> tuple[preemption.Preemptor, int]:
+        """The job as a preemptor, and the flavors it uses as bits."""
         got = seen.get(job.index)
         if got is None:
-            got = seen[job.index] = _preemptor(p, ledger, job, placed[job.id])
+            by = _preemptor(p, ledger, job, placed[job.id])
+            got = seen[job.index] = by, sum(1 << f for f in np.flatnonzero(by.uses > 0).tolist())
+        return got
+
+    def serves(victim: JobSpec, beside: set[str], held: int, job: JobSpec) -> bool:
+        """`serving.serves_problems` is empty for `job` as the victim's preemptor: beside it (on
+        one of its nodes), or by the quota clause, cached per (victim, tenant, shared flavors): the
+        final usage is the ledger's for every preemptor here."""
+        if job.id in beside:
+            return True
+        shared_bits = as_preemptor(job)[1] & held
+        if not shared_bits:
+            return False
+        key = (victim.index, job.tenant, shared_bits)
+        got = quota_served.get(key)
+        if got is None:
+            shared = np.array([(shared_bits >> f) & 1 for f in range(len(p.flavors))], dtype=bool)
+            got = quota_served[key] = serving.quota_serves(p, victim, job.tenant, shared, ledger.quota_used)
         return got
 
     for victim in preemption.kueue_order(p, [p.running[v] for v in victims]):
         who = preemption.preemptors(p, victim)
         first = victims[victim.index]
+        beside = set().union(*(on_node.get(n, set()) for n in serving.victim_nodes(victim)))
+        held = sum(1 << f for f in np.flatnonzero(preemption.held_flavors(p, victim) > 0).tolist())
         named = None
         for reason in (first, "reclaimed" if first == "preempted" else "preempted"):
             pool = who.same if reason == "preempted" else [*who.borrowing, *who.nominal]
             others = reclaimed_before.get(victim.tenant, np.zeros(len(p.flavors))) if reason == "reclaimed" else None
-            by = next((j for j in pool if placed.get(j.id) and not preemption.eviction_problems(
-                p, victim, reason, as_preemptor(j), others)), None)
+            by = next((j for j in pool if placed.get(j.id) and serves(victim, beside, held, j)
+                       and not preemption.eviction_problems(p, victim, reason, as_preemptor(j)[0], others)), None)
             if by is not None:
                 named = Eviction(job=victim.id, reason=reason, by=by.id,
                                  lost_gpu_hours=preemption.lost_gpu_hours(p, victim))

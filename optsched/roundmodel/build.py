@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from optsched.concerns import capacity, cost, devices, fabric, gang, locality, spread, value
-from optsched.concerns.tenancy import preemption, quota
+from optsched.concerns.tenancy import preemption, quota, serving
 from optsched.roundmodel.variables import BuildTimeout, RoundModel
 
 ENCODINGS: tuple[tuple[str, Callable[[RoundModel], None]], ...] = (
@@ -26,6 +26,7 @@ ENCODINGS: tuple[tuple[str, Callable[[RoundModel], None]], ...] = (
     ("cost", cost.cpsat),  # $/h: nodes hosting work, new nodes, spot loss (when the objective names it)
     ("locality", locality.cpsat),  # image pull and dataset read seconds (when the objective names it)
     ("preemption", preemption.cpsat),  # which evictable running jobs go, why, and the work lost
+    ("serving", serving.cpsat),  # each eviction serves its preemptor: room or quota
     ("value", value.cpsat),  # admitted value and queue delay terms
 )
 """Each concern's CP-SAT encoding, in the order they are added (eligibility: candidate nodes)."""

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from optsched.concerns.tenancy.preemption import (
+    Preemptor,
     Preemptors,
     eviction_problems,
     held_flavors,
@@ -18,8 +19,9 @@ from optsched.concerns.tenancy.preemption import (
     preemptor,
     running_usage_before,
 )
+from optsched.concerns.tenancy.serving import reclaiming_flavors, serves_problems
 from optsched.model.plan import Eviction, Plan
-from optsched.problem import FArray, JobSpec, Problem
+from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.roundmodel.variables import RoundModel
 from optsched.view import PlanView
 
@@ -65,6 +67,14 @@ def hold_fixed_reclaims(r: RoundModel, plan: Plan, view: PlanView) -> None:
             m.add(r.wsum((x for _, x in model_rec), (c for c, _ in model_rec)) <= math.ceil(slack[f] * 1000) - 1)
 
 
+def _legal(p: Problem, victim: JobSpec, reason: str, by: Preemptor | None, others: FArray | None,
+           reclaiming: BArray | None) -> bool:
+    """The validator's rules for one eviction: who may evict whom, and rule 10 (it serves `by`,
+    with the plan's `serving.reclaiming_flavors`)."""
+    return by is not None and not eviction_problems(p, victim, reason, by, others) \
+        and not serves_problems(p, victim, by, reclaiming)
+
+
 def name_preemptors(p: Problem, plan: Plan, evicted: list[JobSpec], why: dict[int, Any],
                     solver: Any) -> list[Eviction] | None:
     """Evictions of `evicted` for a decoded CP-SAT plan (which may already hold other evictions):
@@ -90,15 +100,23 @@ def name_preemptors(p: Problem, plan: Plan, evicted: list[JobSpec], why: dict[in
         for v in (v for v in ours if v.tenant == t):
             before[v.id] = acc
             acc = acc + held_flavors(p, v)
-    out = []
-    for v in evicted:
+    named: dict[str, Eviction] = {}
+    reclaims = [(p.running[p.running_index[ev.job]], preemptor(view, ev.by)) for ev in plan.evictions
+                if ev.reason == "reclaimed"]
+    reclaiming = None
+    # reclaims first: a preemption may be served by keeping a reclaim legal (`serving.reclaiming_flavors`)
+    for v in sorted(evicted, key=lambda v: reasons[v.id] != "reclaimed"):
         who: Preemptors = why[p.running_index[v.id]][2]
         reason = reasons[v.id]
         pool = who.same if reason == "preempted" else [*who.borrowing, *who.nominal]
         others = before[v.id] if reason == "reclaimed" else None
+        if reason == "preempted" and reclaiming is None:
+            reclaiming = reclaiming_flavors(p, [(k, by) for k, by in reclaims if by is not None])
         by = next((j for j in pool if view.by_job.get(j.id)
-                   and not eviction_problems(p, v, reason, preemptor(view, j.id), others)), None)
+                   and _legal(p, v, reason, preemptor(view, j.id), others, reclaiming)), None)
         if by is None:
             return None
-        out.append(Eviction(job=v.id, reason=reason, by=by.id, lost_gpu_hours=lost_gpu_hours(p, v)))
-    return out
+        named[v.id] = Eviction(job=v.id, reason=reason, by=by.id, lost_gpu_hours=lost_gpu_hours(p, v))
+        if reason == "reclaimed":
+            reclaims.append((v, preemptor(view, by.id)))
+    return [named[v.id] for v in evicted]

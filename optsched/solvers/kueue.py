@@ -55,13 +55,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 
 from optsched.concerns import eligibility, gang
-from optsched.concerns.tenancy import preemption
+from optsched.concerns.tenancy import preemption, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, PlacedReplica, flavor_use
+from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
@@ -170,6 +171,19 @@ class KueueEngine(GreedyEngine):
         final = self.ledger.quota_used[job.tenant]
         nominal = p.nominal[job.tenant]
         return bool(np.all((final <= nominal + EPS * np.maximum(1.0, nominal)) | (uses <= 0)))
+
+    def _plan_usage(self) -> FArray:
+        """Quota usage per tenant and flavor of the plan so far (a copy): the ledger's, less the
+        capacity held for pending preemptors (`_hold_capacity`), which no plan carries."""
+        out: FArray = self.ledger.quota_used - self.held
+        return out
+
+    def _preemptor(self, job: JobSpec, replicas: list[PlacedReplica], final: FArray) -> preemption.Preemptor:
+        """The validator's view of `job` placed as `replicas` as a preemptor, the round ending with
+        quota usage `final` (`preemption.preemptor`)."""
+        uses = self._uses(job, replicas)
+        return preemption.Preemptor(job, uses, self._within_nominal(job, uses), frozenset(r.node for r in replicas),
+                                    final)
 
     def _borrowing_now(self, tenant: int) -> BArray:
         """Flavors the tenant uses above its nominal quota now (True per flavor)."""
@@ -374,11 +388,11 @@ class KueueEngine(GreedyEngine):
             if att is None:
                 self._restore()
                 continue
-            chosen = [(v, reason_of[v.id]) for v in targets]
+            chosen = self._reprieve(job, att, [(v, reason_of[v.id]) for v in targets])
             if self._legal(job, att, chosen):
                 return att, chosen
             self.rollback(job, list(att.replicas))
-            self._release(targets, sign=1.0)
+            self._release([v for v, _ in chosen], sign=1.0)  # the reprieved are back already
         return None
 
     def _hold_capacity(self, job: JobSpec) -> None:
@@ -451,15 +465,48 @@ class KueueEngine(GreedyEngine):
         nominal = p.nominal[tenant][frs]
         return bool(np.all(self.ledger.quota_used[tenant][frs] < nominal - EPS * np.maximum(1.0, nominal)))
 
+    def _reprieve(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]) -> list[tuple[JobSpec, str]]:
+        """The targets the placed job still needs: a target it has no replica beside, and whose
+        return breaks no quota rule (`serving.serves_problems`: its eviction would serve no
+        preemptor), goes back where it ran, last first (kube-scheduler's DefaultPreemption gives
+        back the victims a pod does not need on its node). Best-fit may place a job away from a
+        target the fill-back kept (a greedy placement can fail with more room free). A target
+        whose traffic crosses an uplink stays out: the job may use the bandwidth it freed."""
+        p = self.p
+        reprieved: list[int] = []
+        by = self._preemptor(job, att.replicas, self._plan_usage())
+        for v, _reason in reversed(chosen):
+            if v.bandwidth > 0 and len(crossed_domains(p, np.array(sorted(serving.victim_nodes(v)), dtype=np.int64))):
+                continue
+            evs = self._evictions_with(job, att, [(o, r) for o, r in chosen if o.index != v.index
+                                                  and o.index not in reprieved])
+            if not serving.serves_problems(p, v, replace(by, final=self._plan_usage()),
+                                           serving.plan_reclaiming(p, evs)):
+                continue
+            self.changed.extend(self.ledger.add_running_many([v]).tolist())
+            reprieved.append(v.index)
+        return [(v, reason) for v, reason in chosen if v.index not in reprieved]
+
+    def _evictions_with(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]
+                        ) -> list[tuple[JobSpec, str, preemption.Preemptor | None]]:
+        """The round's evictions so far and `chosen` for `job` placed as `att`, each with its
+        preemptor as the validator sees it if the round ended now."""
+        final = self._plan_usage()
+        by = self._preemptor(job, att.replicas, final)
+        evs: list[tuple[JobSpec, str, preemption.Preemptor | None]] = [
+            (v, self.evictions[v.id].reason, replace(self.preemptors[self.evictions[v.id].by or ""], final=final))
+            for v in self.evicted_jobs]
+        return evs + [(v, reason, by) for v, reason in chosen]
+
     def _legal(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]) -> bool:
         """The validator's rule for every eviction so far and this step's, judged as if the round
         ended now (later admissions cannot make them illegal: see `_quota_ok`)."""
-        uses = self._uses(job, att.replicas)
-        by = preemption.Preemptor(job, uses, self._within_nominal(job, uses))
-        evs: list[tuple[JobSpec, str, preemption.Preemptor | None]] = [
-            (v, self.evictions[v.id].reason, self.preemptors[self.evictions[v.id].by or ""]) for v in self.evicted_jobs]
-        evs += [(v, reason, by) for v, reason in chosen]
-        return not preemption.evictions_problems(self.p, evs)
+        evs = self._evictions_with(job, att, chosen)
+        if preemption.evictions_problems(self.p, evs):
+            return False
+        reclaiming = serving.plan_reclaiming(self.p, evs)
+        return not any(serving.serves_problems(self.p, v, b, reclaiming)
+                       for v, reason, b in evs if b is not None and reason != "migrated")
 
     # ------------------------------------------------------------------ the round
     def iter_jobs(self) -> Iterator[JobSpec]:
@@ -561,9 +608,8 @@ class KueueEngine(GreedyEngine):
                 self._hold_capacity(job)
             return self._blocked_by_priority(job, att)
         new, chosen = got
-        uses = self._uses(job, new.replicas)
-        within = self._within_nominal(job, uses)
-        self.preemptors[job.id] = preemption.Preemptor(job, uses, within)
+        by = self.preemptors[job.id] = self._preemptor(job, new.replicas, self._plan_usage())
+        uses, within = by.uses, by.within_nominal
         for v, reason in chosen:
             self.alive[v.index] = False
             self.evicted_jobs.append(v)

@@ -25,6 +25,7 @@ eviction with its preemptor `by` (a job this plan admits):
   preemptor's usage is at most its tenant's nominal quota, unless the tenant's
   ``borrow_within_cohort`` is ``lower_priority`` (`over_nominal_problems`; Kueue's
   `fitsResourceQuota`);
+- the eviction serves its preemptor: rule 10, `concerns.tenancy.serving`;
 - ``migrated``: evicted and placed again in the same plan; the job must be ``migratable``.
 Only ``preemptible`` jobs are preempted or reclaimed. Borrowing before the round is measured on
 the running jobs as they stand. A job's lost work is the GPU-time since its last checkpoint plus
@@ -184,6 +185,11 @@ class Preemptor:
     within_nominal: bool
     """Whether the preemptor's tenant ends the plan within its nominal quota of every flavor
     the preemptor uses (Kueue: the workload "fits within the nominal quota")."""
+    nodes: frozenset[int]
+    """The nodes the preemptor's replicas are placed on in the plan (`serving`)."""
+    final: FArray
+    """The plan's quota usage per tenant and flavor (tenants x flavors; shared by the plan's
+    preemptors, not copied), which `serving` restores a victim into."""
 
 
 def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | None,
@@ -285,10 +291,10 @@ def preemptor(view: PlanView, job_id: str | None) -> Preemptor | None:
     uses = np.zeros(len(p.flavors))
     for r in view.by_job[job_id]:
         uses += flavor_use(p, job.groups[r.group], r.node)
-    final = view.ledger.quota_used[job.tenant]
-    within = bool(np.all((final <= p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant]))
+    final = view.ledger.quota_used
+    within = bool(np.all((final[job.tenant] <= p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant]))
                          | (uses <= 0)))
-    return Preemptor(job, uses, within)
+    return Preemptor(job, uses, within, frozenset(r.node for r in view.by_job[job_id]), final)
 
 
 def evictions_problems(p: Problem, evictions: list[tuple[JobSpec, str, Preemptor | None]]) -> list[tuple[int, str]]:
@@ -497,9 +503,20 @@ JOB_TABLE: Derived[_JobTable] = Derived("preemption.job_table", _build_job_table
 
 
 def preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None = None) -> Preemptors:
-    """Which queued jobs (of `jobs`, default all) may evict `victim`, statically: the
-    plan-dependent parts of the rule are the CP-SAT encoding's, and the validator judges the
-    result. Vectorised over the queue (`_JobTable`)."""
+    """Which queued jobs (of `jobs`, default all: then kept per running job for the problem's
+    life, as the domain path, the CP-SAT tables and the namers each ask) may evict `victim`,
+    statically: the plan-dependent parts of the rule are the CP-SAT encoding's, and the validator
+    judges the result. Vectorised over the queue (`_JobTable`)."""
+    if jobs is None and p.running[victim.index] is victim:
+        return p.derived(ALL_PREEMPTORS, victim.index)
+    return _preemptors(p, victim, jobs)
+
+
+def _all_preemptors(p: Problem, index: int) -> Preemptors:
+    return _preemptors(p, p.running[index], None)
+
+
+def _preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None) -> Preemptors:
     empty: list[JobSpec] = []
     if not victim.preemptible or not len(p.jobs):
         return Preemptors(empty, empty, empty, -1)
@@ -532,7 +549,11 @@ def preemptors(p: Problem, victim: JobSpec, jobs: list[JobSpec] | None = None) -
     return Preemptors(pick[0], pick[1], [p.jobs[i] for i in np.flatnonzero(nominal)], flavor)
 
 
-def _may_evict(r: RoundModel, job: JobSpec, cache: dict[int, Any]) -> Any:
+ALL_PREEMPTORS: Derived[Preemptors] = Derived("preemption.all_preemptors", _all_preemptors)
+"""Per running job (index), `preemptors` among the whole queue."""
+
+
+def may_evict_literal(r: RoundModel, job: JobSpec, cache: dict[int, Any]) -> Any:
     """A literal that may be true only when `job` is admitted and rule 5 lets it evict (P2b): in
     every flavor where its largest usage (`_JobTable.max_use`) on top of the round's starting usage
     breaks its tenant's quota and exceeds nominal, its usage stays within nominal. The admission
@@ -574,7 +595,7 @@ def _over_nominal_flavors(p: Problem, job: JobSpec, uses: FArray) -> BArray:
     return out
 
 
-def _uses(r: RoundModel, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]) -> Any:
+def uses_literal(r: RoundModel, job: JobSpec, f: int, cache: dict[tuple[int, int], Any]) -> Any:
     """A literal that is true exactly when `job` is admitted with some replica using flavor `f`."""
     p = r.p
     if sure_flavors(p, job)[f]:
@@ -614,6 +635,8 @@ def cpsat(r: RoundModel) -> None:
     capped: dict[int, Any] = {}  # job -> "admitted, and rule 5 lets it preempt" (P2b)
     reclaimed: dict[int, list[tuple[JobSpec, Any, int]]] = {}  # per victim tenant: (job, rec, flavor)
     r.device_plan.setdefault("evict", {})
+    vias: dict[int, list[tuple[JobSpec, Any]]] = {}  # per victim: (reclaimer, "it may reclaim the victim")
+    r.device_plan.update(may_evict=capped, uses=used_as, via=vias)  # for rule 10 (`serving.cpsat`)
     rt = running_table(p)
     for victim in r.evictable:
         k = p.running_index[victim.id]
@@ -622,20 +645,22 @@ def cpsat(r: RoundModel) -> None:
         pre = m.new_bool_var(f"pre[{k}]")
         rec = m.new_bool_var(f"rec[{k}]")
         m.add(keep + pre + rec == 1)  # P1
-        m.add(pre <= r.sum(_may_evict(r, j, capped) for j in who.same))  # P2, P2b
+        m.add(pre <= r.sum(may_evict_literal(r, j, capped) for j in who.same))  # P2, P2b
         for j in who.nominal:
             if j.index not in within:
                 within[j.index] = m.new_bool_var(f"within[{j.index}]")
                 m.add(within[j.index] <= r.a[j.index])
-        via = [_uses(r, j, who.flavor, used_as) for j in who.borrowing]  # borrow_within_cohort: rule 5 is off
+        via = [uses_literal(r, j, who.flavor, used_as) for j in who.borrowing]  # borrow_within_cohort: rule 5 is off
+        vias[k] = list(zip(who.borrowing, via, strict=True))
         for j in who.nominal:  # within nominal and on the reclaimed flavor
             both = m.new_bool_var(f"via[{j.index},{k}]")
             m.add(both <= within[j.index])
-            m.add(both <= _uses(r, j, who.flavor, used_as))
-            may = _may_evict(r, j, capped)
+            m.add(both <= uses_literal(r, j, who.flavor, used_as))
+            may = may_evict_literal(r, j, capped)
             if may is not r.a[j.index]:
                 m.add(both <= may)
             via.append(both)
+            vias[k].append((j, both))
         m.add(rec <= r.sum(via))
         if who.flavor >= 0:
             reclaimed.setdefault(victim.tenant, []).append((victim, rec, who.flavor))
@@ -649,9 +674,9 @@ def cpsat(r: RoundModel) -> None:
             usage = r.quota_usage.get((job.tenant, f))
             nominal = round(p.nominal[job.tenant, f] * 1000)
             if usage is not None:
-                m.add(usage <= nominal).only_enforce_if([var, _uses(r, job, f, used_as)])
+                m.add(usage <= nominal).only_enforce_if([var, uses_literal(r, job, f, used_as)])
             elif r.base.quota_used[job.tenant, f] * 1000 > nominal + 1e-6:  # over it already
-                m.add_bool_or([var.Not(), _uses(r, job, f, used_as).Not()])
+                m.add_bool_or([var.Not(), uses_literal(r, job, f, used_as).Not()])
     used_before = running_usage_before(p).copy()
     inside = {v.id for v in r.evictable}
     for ev in r.hint.evictions if r.hint is not None else []:  # reclaims this model does not decide

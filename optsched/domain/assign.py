@@ -23,6 +23,7 @@ never gets the plan).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -239,9 +240,11 @@ def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedRep
 
 
 def _put_back(engine: DomainEngine, victim: JobSpec, placed: dict[str, list[PlacedReplica]],
-              deferred: dict[str, tuple[str, str]]) -> None:
+              deferred: dict[str, tuple[str, str]]) -> list[str]:
     """Return a victim to where it ran, taking off queued jobs with replicas on its nodes, lowest
-    priority (then newest) first, only until its nodes and devices hold it again."""
+    priority (then newest) first, only until its nodes and devices hold it again: the ids of the
+    jobs taken off (deferred, until `assign` tries them elsewhere)."""
+    taken: list[str] = []
     p, ledger = engine.p, engine.ledger
     ledger.add_running(victim)
     nodes = sorted({pl.node for pl in victim.placements})
@@ -252,10 +255,12 @@ def _put_back(engine: DomainEngine, victim: JobSpec, placed: dict[str, list[Plac
     for job in holders:
         over = ledger.used[nodes] > p.cap[nodes] + EPS * np.maximum(1.0, p.cap[nodes])
         if not over.any() and not any(ledger.dev_used[d] > 1.0 + EPS for d in devices):
-            return
+            return taken
+        taken.append(job.id)
         engine.rollback(job, list(placed.pop(job.id)))
         deferred[job.id] = ("capacity", f"the nodes of running job {victim.id} were kept for it: no job "
                                         "admitted in this plan may evict it")
+    return taken
 
 
 @dataclass(frozen=True)
@@ -276,17 +281,30 @@ def assign(p: Problem, cells: Cells, sol: DomainSolution, *, deadline: float) ->
     (perf_counter seconds) when the estimates hold, or why there is none: the plan failed the
     validator (a bug). Jobs the placement did not reach in time are deferred (`time_limit`)."""
     engine = DomainEngine(p, cells, sol)
-    placed, deferred = engine.run_passes(deadline - CHECK_SECONDS_PER_JOB * (len(p.jobs) + len(p.running)))
+    placing_until = deadline - CHECK_SECONDS_PER_JOB * (len(p.jobs) + len(p.running))
+    placed, deferred = engine.run_passes(placing_until)
     victims = {v: "preempted" for v in sol.preempted} | {v: "reclaimed" for v in sol.reclaimed}
     evictions: list[Eviction] = []
     kept_back = 0
-    for _ in range(MAX_REPAIRS):
+    taken_off: list[str] = []  # jobs a put-back took off, placed again elsewhere before the next naming
+    for _ in range(2 * MAX_REPAIRS):
         evictions, stuck = name_preemptors(p, engine.ledger, placed, victims)
-        if not stuck:
+        if not stuck and not taken_off:
             break
+        if not stuck:  # place them anywhere (a placement never unserves an eviction; naming judges the rest)
+            if time.perf_counter() >= placing_until:
+                break
+            engine.order = [p.jobs[p.job_index[j]] for j in taken_off if j in deferred]
+            taken_off = []
+            more, again = engine.run(deadline=placing_until)
+            placed.update(more)
+            for j in more:
+                deferred.pop(j, None)
+            deferred.update(again)
+            continue
         for v in stuck:
             del victims[v]
-            _put_back(engine, p.running[v], placed, deferred)
+            taken_off.extend(_put_back(engine, p.running[v], placed, deferred))
         kept_back += len(stuck)
     else:
         return f"victims without a legal preemptor after {MAX_REPAIRS} repairs (a bug)"

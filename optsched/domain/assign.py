@@ -246,7 +246,7 @@ def _put_back(engine: DomainEngine, victim: JobSpec, placed: dict[str, list[Plac
     jobs taken off (deferred, until `assign` tries them elsewhere)."""
     taken: list[str] = []
     p, ledger = engine.p, engine.ledger
-    ledger.add_running(victim)
+    engine.changed.extend(ledger.add_running_many([victim]).tolist())  # the cursors re-score its nodes
     nodes = sorted({pl.node for pl in victim.placements})
     devices = sorted({d for pl in victim.placements for d in pl.devices})
     on = set(nodes)

@@ -3,7 +3,9 @@
 The domain model (`optsched.domain.model`) says which jobs go in, how many replicas of each group
 go to each cell or class, and which running jobs leave for which rule. Here:
 
-1. the chosen victims leave the ledger, and the admitted jobs are placed first, in priority order,
+1. the chosen victims leave the ledger; per victim (Kueue's order) an admitted job that may evict
+   it is placed with one replica on the victim's nodes (rule 10's room, `serve_victims`); then
+   the other admitted jobs are placed, in priority order,
    each replica on the best-fit node (kube-scheduler MostAllocated, the placement engine of the
    baselines: every primitive is the validator's own) among the nodes of the bins the model gave
    its group; a job that does not fit there is tried on every existing node it may use, then
@@ -72,6 +74,9 @@ class DomainEngine(GreedyEngine):
         stay theirs) and a cursor over the shape's nodes inside the mask (None: there are none)."""
         self.cells = cells
         self.in_bins = False
+        self.serving: BArray | None = None
+        """While the serving pass places a preemptor: the nodes of the victim it is placed for (its
+        first replica that may go there does)."""
         self.existing = ~p.node_provisioned
         """Real nodes: outside its bins a replica never opens a provisioning slot."""
         if cells.slot.any():
@@ -131,6 +136,10 @@ class DomainEngine(GreedyEngine):
         """The base engine's mask and, on the first try of an admitted job, its group's bins with
         replicas left to take (slots only there)."""
         extra = super().replica_restrict(job, group, placed)
+        target = self.serving
+        if target is not None and not any(target[r.node] for r in placed) \
+                and target[self.eligible_nodes(job, group)].any():
+            return target if extra is None else extra & target  # beside the victim (rule 10's room)
         given, mine = self._in_bins(job, group, placed) if self.in_bins else (False, None)
         if not given:
             mine = self.existing if self.p.pool_max_nodes.sum() else None
@@ -146,12 +155,14 @@ class DomainEngine(GreedyEngine):
         # the jobs bound to one domain first: the others' bins (classes) span that domain too
         per_cell = {j for (j, _), bins in self.sol.replicas.items() if min(bins) < self.cells.n}
         admitted = [j for j in admitted if j.index in per_cell] + [j for j in admitted if j.index not in per_cell]
-        self.order = admitted
         self.in_bins = True
         try:
+            served = self.serve_victims(admitted, deadline)
+            self.order = [j for j in admitted if j.id not in served]
             placed, deferred = self.run(deadline=deadline)
         finally:
             self.in_bins = False
+        placed.update(served)
         self.first_pass = dict(deferred)
         for jobs in ([j for j in admitted if j.id in deferred], [j for j in kube_order(self.p) if j.id not in placed
                                                                  and j.index not in self.sol.admitted]):
@@ -162,6 +173,57 @@ class DomainEngine(GreedyEngine):
                 deferred.pop(j, None)
             deferred.update(again)
         return placed, deferred
+
+    def serve_victims(self, admitted: list[JobSpec], deadline: float) -> dict[str, list[PlacedReplica]]:
+        """The serving pass (rule 10's room clause): per victim, in Kueue's order, unless a job
+        placed so far that may evict it has a replica on its nodes, the first admitted job that
+        may evict it (the model's reason first) and has a group the victim's nodes can hold is
+        placed with one such replica on them, the rest in its bins, trying at most
+        `SERVE_ATTEMPTS` jobs. Best-fit alone leaves the freed nodes, the least allocated, to
+        the last jobs placed, which may evict nobody. Returns the jobs placed."""
+        p = self.p
+        self.deadline = deadline
+        victims = {v: "preempted" for v in self.sol.preempted} | {v: "reclaimed" for v in self.sol.reclaimed}
+        admitted_ids = {j.index for j in admitted}
+        placed: dict[str, list[PlacedReplica]] = {}
+        on_node: dict[int, set[int]] = {}
+        for victim in preemption.kueue_order(p, [p.running[v] for v in victims]):
+            if time.perf_counter() > deadline:
+                break
+            who = preemption.preemptors(p, victim)
+            pools = (who.same, [*who.borrowing, *who.nominal])
+            if victims[victim.index] == "reclaimed":
+                pools = pools[::-1]
+            nodes = sorted(serving.victim_nodes(victim))
+            allowed = {j.index for pool in pools for j in pool}
+            if any(allowed & on_node.get(n, set()) for n in nodes):
+                continue  # served already (by room)
+            target = np.zeros(p.n_nodes, dtype=bool)
+            target[nodes] = True
+            tries = 0
+            for job in (j for pool in pools for j in pool):
+                if tries >= SERVE_ATTEMPTS:
+                    break
+                if job.index not in admitted_ids or job.id in placed \
+                        or not any(target[self.eligible_nodes(job, g)].any() for g in job.groups):
+                    continue
+                tries += 1
+                self.serving = target
+                try:
+                    att = self.admit(job)
+                finally:
+                    self.serving = None
+                if att.failure is None:
+                    placed[job.id] = att.replicas
+                    self.record(job, att.replicas)
+                    for r in att.replicas:
+                        on_node.setdefault(r.node, set()).add(job.index)
+                    break
+        return placed
+
+
+SERVE_ATTEMPTS = 3
+"""Admitted jobs the serving pass tries per victim before it leaves the victim to the naming."""
 
 
 def _preemptor(p: Problem, ledger: Ledger, job: JobSpec, replicas: list[PlacedReplica]) -> preemption.Preemptor:

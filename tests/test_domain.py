@@ -116,6 +116,25 @@ def test_evictions_follow_the_preemption_rules() -> None:
     assert plan.evictions and all(e.by == "a-high" and e.reason == "preempted" for e in plan.evictions)
 
 
+def test_a_preemptor_is_placed_in_its_victims_room() -> None:
+    """The serving pass (rule 10's room): n0 is full of a's low-priority job, n1 holds 4 CPUs of b's
+    job that may not leave. a-high may evict a-low, b-1 may not (no cohort). Best-fit alone puts
+    a-high, placed first, on n1 (the more allocated node) and b-1 in the victim's room, which it
+    may not take: the victim would go back and b-1 wait. The pass places a-high on n0 first, so
+    both are admitted and the eviction serves a-high."""
+    a_low = job("a-low", "a", cpus=16, priority=0)
+    b_run = job("b-run", "b", cpus=4, priority=0, preemptible=False)
+    c = cluster([tenant("a", 32, cohort=None, within_tenant="lower_priority"), tenant("b", 32, cohort=None)],
+                run=[running(a_low, "n0"), running(b_run, "n1")], nodes=2)
+    p = compile_problem(c, Queue.model_validate({"jobs": [job("a-high", "a", cpus=12, priority=100, submitted_at=0.0),
+                                                          job("b-1", "b", cpus=12, priority=100, submitted_at=1.0)]}))
+    plan = solve_domain(p, time_limit=5.0)
+    assert not check_problem(p, plan)
+    on = {x.job: x.node for x in plan.placements}
+    assert on == {"a-high": "n0", "b-1": "n1"}
+    assert [(e.job, e.by, e.reason) for e in plan.evictions] == [("a-low", "a-high", "preempted")]
+
+
 def test_lost_work_price_follows_the_objective() -> None:
     assert lost_price(Objective.parse(None)) < 0.01
     assert lost_price(Objective.parse({"admitted_value": 1.0, "disruption": 3.0})) == 3.0

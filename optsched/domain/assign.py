@@ -201,18 +201,22 @@ class DomainEngine(GreedyEngine):
             target = np.zeros(p.n_nodes, dtype=bool)
             target[nodes] = True
             tries = 0
+            out_of_reach: set[int] = set()
             for job in (j for pool in pools for j in pool):
                 if tries >= SERVE_ATTEMPTS:
                     break
-                if job.index not in admitted_ids or job.id in placed \
-                        or not any(target[self.eligible_nodes(job, g)].any() for g in job.groups):
+                if job.index not in admitted_ids or job.id in placed or job.index in out_of_reach \
+                        or not self._fits_beside(job, target):
                     continue
-                tries += 1
                 self.serving = target
                 try:
                     att = self.admit(job)
                 finally:
                     self.serving = None
+                if att.failure == "topology":  # its domain holds none of these nodes: never again here
+                    out_of_reach.add(job.index)
+                    continue
+                tries += 1
                 if att.failure is None:
                     placed[job.id] = att.replicas
                     self.record(job, att.replicas)
@@ -220,6 +224,15 @@ class DomainEngine(GreedyEngine):
                         on_node.setdefault(r.node, set()).add(job.index)
                     break
         return placed
+
+    def _fits_beside(self, job: JobSpec, target: BArray) -> bool:
+        """Whether one replica of some group of `job` fits, by resources and devices, on a node of
+        `target` it may use (a try that cannot succeed is not counted against `SERVE_ATTEMPTS`)."""
+        for g in job.groups:
+            eligible = self.eligible_nodes(job, g)
+            if any(self.ledger.fits_one(g, n) for n in eligible[target[eligible]].tolist()):
+                return True
+        return False
 
 
 SERVE_ATTEMPTS = 3

@@ -251,10 +251,14 @@ def _preemptor(p: Problem, ledger: Ledger, job: JobSpec, replicas: list[PlacedRe
 
 
 def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedReplica]],
-                    victims: dict[int, str]) -> tuple[list[Eviction], list[int]]:
+                    victims: dict[int, str],
+                    previous: dict[int, str] | None = None) -> tuple[list[Eviction], list[int]]:
     """(evictions with their preemptors, victims without a legal one) for the placed jobs: per
     victim the model's reason first, then the other; reclaims of one tenant in Kueue's candidate
-    order, each judged with the tenant's earlier reclaims gone (`preemption.reclaim_order`'s rule)."""
+    order, each judged with the tenant's earlier reclaims gone (`preemption.reclaim_order`'s rule).
+    `previous` (victim -> job id: the last naming's, before a repair) is tried first in its pool:
+    a repair changes few jobs, and most victims keep their preemptor (judged again all the same)."""
+    previous = previous or {}
     out: list[Eviction] = []
     stuck: list[int] = []
     reclaimed_before: dict[int, FArray] = {}
@@ -298,7 +302,9 @@ def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedRep
         for reason in (first, "reclaimed" if first == "preempted" else "preempted"):
             pool = who.same if reason == "preempted" else [*who.borrowing, *who.nominal]
             others = reclaimed_before.get(victim.tenant, np.zeros(len(p.flavors))) if reason == "reclaimed" else None
-            by = next((j for j in pool if placed.get(j.id) and serves(victim, beside, held, j)
+            last = previous.get(victim.index)
+            first_try = [j for j in pool if j.id == last] if last is not None else []
+            by = next((j for j in (*first_try, *pool) if placed.get(j.id) and serves(victim, beside, held, j)
                        and not preemption.eviction_problems(p, victim, reason, as_preemptor(j)[0], others)), None)
             if by is not None:
                 named = Eviction(job=victim.id, reason=reason, by=by.id,
@@ -361,9 +367,11 @@ def assign(p: Problem, cells: Cells, sol: DomainSolution, *, deadline: float) ->
     victims = {v: "preempted" for v in sol.preempted} | {v: "reclaimed" for v in sol.reclaimed}
     evictions: list[Eviction] = []
     kept_back = 0
+    previous: dict[int, str] = {}
     taken_off: list[str] = []  # jobs a put-back took off, placed again elsewhere before the next naming
     for _ in range(2 * MAX_REPAIRS):
-        evictions, stuck = name_preemptors(p, engine.ledger, placed, victims)
+        evictions, stuck = name_preemptors(p, engine.ledger, placed, victims, previous)
+        previous = {p.running_index[e.job]: e.by for e in evictions if e.by is not None}
         if not stuck and not taken_off:
             break
         if not stuck:  # place them anywhere (a placement never unserves an eviction; naming judges the rest)

@@ -5,7 +5,7 @@ with `rand.Seed(seed)` and then shuffles the trace, inflates it and names its no
 stream (`optsched.sim.artifact`). Reproducing its per-seed numbers needs the same stream, so this
 module is a port of Go's seeded source (Mitchell-Reeds additive lagged Fibonacci generator, 607
 words, tap 273, seeded by a Lehmer generator XORed with `gorand_table.COOKED`) and of the `Rand`
-methods the artifact calls: `Int63` (= `Int`), `Uint32`, `Int31`, `Int63n`, `Int31n`, `Intn`, `Perm`
+methods the artifact calls: `Int63` (= `Int`), `Uint32`, `Int31`, `Float64`, `Int63n`, `Int31n`, `Intn`, `Perm`
 and `Shuffle` (with its own Lemire-style `int31n`). tests/test_gorand.py pins values printed by Go
 1.19 itself.
 
@@ -81,6 +81,13 @@ class GoRand:
 
     def int31(self) -> int:
         return self.int63() >> 32
+
+    def float64(self) -> float:
+        """`Rand.Float64`: Int63 / 2^63, drawn again in the (2^-53) case that rounds to 1.0."""
+        while True:
+            f = self.int63() / (1 << 63)
+            if f != 1.0:
+                return f
 
     def int63n(self, n: int) -> int:
         if n <= 0:

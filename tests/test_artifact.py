@@ -1,0 +1,53 @@
+"""`optsched.sim.artifact` orders a trace and names the nodes as the FGD artifact does. The expected
+values come from a Go 1.19.8 program that runs the artifact's steps with math/rand on the small
+trace below (rand.Seed; rand.Int; sort by name and rand.Shuffle; tune up or down with rand.Intn;
+10 rand.Float64; nodes sorted by name and rand.Perm). On the real default trace the same protocol
+makes optsched's best-fit equal every published per-seed value (benchmarks/results/fgd.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optsched.sim.artifact import artifact_protocol, in_rank_order
+from optsched.sim.fgd import Nodes, Tasks
+
+NAMES = ["p-07", "p-02", "p-11", "p-05", "p-00", "p-09", "p-01", "p-10", "p-03", "p-08", "p-04", "p-06"]
+MILLI = [1000, 500, 0, 1000, 250, 1000, 0, 750, 1000, 1000, 300, 1000]
+NGPU = [2, 1, 0, 1, 1, 4, 0, 1, 8, 1, 1, 2]
+NODES = ["n-3", "n-0", "n-4", "n-1", "n-2"]
+
+GO = {  # (seed, cluster milli-GPU) -> (task order, node rank), printed by Go
+    (42, 20000): ([10, 9, 0, 7, 6, 5, 3, 8, 2, 1, 11, 4, 8], [3, 0, 2, 1, 4]),  # tuned up
+    (7, 20000): ([8, 10, 0, 3, 4, 9, 7, 6, 11, 5, 2, 1, 1, 1, 0, 9, 10, 11], [1, 3, 4, 0, 2]),
+    (42, 12000): ([10, 9, 0, 6, 5, 3, 2, 1, 11, 4], [3, 0, 2, 1, 4]),  # tuned down
+    (7, 9000): ([10, 3, 4, 9, 7, 6, 11, 5, 2, 1], [4, 0, 2, 3, 1]),
+}
+
+
+def _tasks() -> Tasks:
+    n = len(NAMES)
+    zeros = np.zeros(n, dtype=np.int64)
+    return Tasks(zeros, zeros, np.array(NGPU, dtype=np.int64), np.array(MILLI, dtype=np.int64),
+                 np.ones((n, 1), dtype=bool))
+
+
+@pytest.mark.parametrize("case", sorted(GO))
+def test_the_order_and_the_tie_ranks_are_the_artifact_s(case: tuple[int, int]) -> None:
+    seed, cluster = case
+    run = artifact_protocol(NAMES, _tasks(), NODES, cluster, seed, ratio=1.3)
+    order, rank = GO[case]
+    assert run.order.tolist() == order
+    assert run.node_rank.tolist() == rank
+
+
+def test_nodes_in_rank_order_put_the_tie_winner_first() -> None:
+    nodes = Nodes(np.arange(5), np.arange(5), np.full((5, 1), 1000), np.zeros(5, dtype=np.int64), ("x",))
+    ranked, where = in_rank_order(nodes, np.array([3, 0, 2, 1, 4]))
+    assert where.tolist() == [1, 3, 2, 0, 4]
+    assert ranked.cpu.tolist() == [1, 3, 2, 0, 4]
+
+
+def test_names_must_match_the_tasks() -> None:
+    with pytest.raises(ValueError):
+        artifact_protocol(NAMES[:3], _tasks(), NODES, 20000, 42)

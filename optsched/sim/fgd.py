@@ -79,6 +79,9 @@ class Tasks:
     milli: IArray
     allowed: BArray
     """(tasks, models)."""
+    spec: tuple[str, ...] | None = None
+    """Per task, the GPU models it names as the artifact keys them (`gpu_spec` without empty parts,
+    '' for a CPU-only task); None where unknown."""
 
     def __len__(self) -> int:
         return len(self.cpu)
@@ -113,9 +116,11 @@ def load_tasks(path: Path, models: tuple[str, ...]) -> Tasks:
             allowed[i] = [m in spec for m in models]
     ngpu = np.array([int(r["num_gpu"]) for r in rows], dtype=np.int64)
     milli = np.array([int(r["gpu_milli"]) for r in rows], dtype=np.int64)
+    named = tuple("|".join(m for m in r.get("gpu_spec", "").split("|") if m) if int(r["num_gpu"]) else ""
+                  for r in rows)
     return Tasks(np.array([int(r["cpu_milli"]) for r in rows], dtype=np.int64),
                  np.array([int(r["memory_mib"]) for r in rows], dtype=np.int64), ngpu,
-                 np.where(ngpu > 0, milli, 0), allowed)
+                 np.where(ngpu > 0, milli, 0), allowed, named)
 
 
 def inflate(tasks: Tasks, cluster_gpu_milli: int, ratio: float, rng: np.random.Generator) -> IArray:
@@ -146,23 +151,43 @@ class Typical:
     freq: FArray
 
 
-def typical_tasks(tasks: Tasks, threshold: float = 0.95, step: int = 1, with_cpu: bool = True) -> Typical:
+def typical_tasks(tasks: Tasks, threshold: float = 0.95, step: int = 1, with_cpu: bool = True,
+                  artifact: bool = False) -> Typical:
     """Task shapes (CPU, GPUs, milli-GPU, models) by popularity, the most popular first, `step`
     shapes at a time until they cover `threshold` of the tasks (CPU-only tasks too when
-    `with_cpu`), renormalised: the FGD experiments' settings (95%, 1, CPU tasks included)."""
+    `with_cpu`), renormalised: the FGD experiments' settings (95%, 1, CPU tasks included).
+
+    Shapes of equal popularity: in ascending key order, the models as a bitmask; with `artifact`,
+    as the artifact (pkg/utils/frag.go `GetTypicalPods`: `sort.Reverse` over (count, CPU,
+    milli-GPU, GPUs, the `gpu_spec` string)): descending, the models as named (two spellings of
+    one set are two shapes). `artifact` needs `tasks.spec`."""
     rows_all = np.arange(len(tasks)) if with_cpu else np.flatnonzero(tasks.ngpu > 0)
-    keys = np.stack([tasks.cpu[rows_all], tasks.ngpu[rows_all], tasks.milli[rows_all]], axis=1)
-    if tasks.allowed.shape[1]:
-        keys = np.concatenate([keys, np.packbits(tasks.allowed[rows_all], axis=1).astype(np.int64)], axis=1)
-    _, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
-    order = np.lexsort((np.arange(len(counts)), -counts))  # most popular first
+    if artifact:
+        if tasks.spec is None:
+            raise ValueError("artifact typical tasks need the tasks' gpu_spec strings (Tasks.spec)")
+        by_key: dict[tuple[int, int, int, str], list[int]] = {}
+        for r in rows_all.tolist():
+            key = (int(tasks.cpu[r]), int(tasks.milli[r]), int(tasks.ngpu[r]), tasks.spec[r])
+            by_key.setdefault(key, []).append(r)
+        ranked = sorted(by_key.items(), key=lambda kv: (len(kv[1]), kv[0]), reverse=True)
+        first = np.array([rows[0] for _, rows in ranked], dtype=np.int64)
+        counts = np.array([len(rows) for _, rows in ranked], dtype=np.int64)
+        order = np.arange(len(ranked))
+        task_of = np.arange(len(tasks))  # `first` holds task indices already
+    else:
+        keys = np.stack([tasks.cpu[rows_all], tasks.ngpu[rows_all], tasks.milli[rows_all]], axis=1)
+        if tasks.allowed.shape[1]:
+            keys = np.concatenate([keys, np.packbits(tasks.allowed[rows_all], axis=1).astype(np.int64)], axis=1)
+        _, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
+        order = np.lexsort((np.arange(len(counts)), -counts))  # most popular first
+        task_of = rows_all
     cum, take = 0, 0
     while cum < threshold * len(rows_all) and take < len(order):
         nxt = min(take + step, len(order))
         cum += int(counts[order[take:nxt]].sum())
         take = nxt
     pick = order[:take]
-    rows = rows_all[first[pick]]
+    rows = task_of[first[pick]]
     freq = counts[pick] / counts[pick].sum()
     return Typical(tasks.cpu[rows], tasks.ngpu[rows], tasks.milli[rows], tasks.allowed[rows], freq.astype(float))
 
@@ -238,8 +263,11 @@ def _after(gpu: IArray, ngpu: int, milli: int) -> tuple[IArray, IArray]:
 
 
 def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random.Generator,
-          typical: Typical | None = None, ties: str = "first") -> Run:
+          typical: Typical | None = None, ties: str = "first", cpu_bestfit: bool = True) -> Run:
     """Place `order`'s tasks one at a time on (a copy of) `nodes` with `policy` (module docstring).
+
+    `cpu_bestfit=False` scores CPU-only tasks by FGD's change alone under `fgd`, as the artifact
+    does (`optsched.sim.artifact`); the default keeps optsched's best-fit tie-break for them.
 
     `ties="first"` gives equal scores to the first node in node order. The FGD artifact's numbers
     need it: on seed 42, FGD allocated 95.32% of the GPUs at 130% load with it and 89.82% with
@@ -267,7 +295,7 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
     for k, i in enumerate(order.tolist()):
         cand = np.flatnonzero(fit_mask(state, tasks, i))
         if len(cand):
-            n, dev = _choose(state, tasks, i, cand, policy, rng, typical, frag, tags, ties, ids)
+            n, dev = _choose(state, tasks, i, cand, policy, rng, typical, frag, tags, ties, ids, cpu_bestfit)
             apply_task(state, tasks, i, n, dev)
             if ids is not None:  # a state of its own now
                 ids[n] = next_id
@@ -286,7 +314,7 @@ def place(nodes: Nodes, tasks: Tasks, order: IArray, policy: str, rng: np.random
 
 def _choose(state: Nodes, tasks: Tasks, i: int, cand: IArray, policy: str, rng: np.random.Generator,
             typical: Typical | None, frag: FArray | None, tags: IArray | None, ties: str,
-            ids: IArray | None = None) -> tuple[int, int]:
+            ids: IArray | None = None, cpu_bestfit: bool = True) -> tuple[int, int]:
     """(node, device for a share or -1) by the policy's score; ties to the first node in node
     order, or uniformly at random (`ties`). `ids`: nodes with equal ids are in the same state
     (FGD scores each state once)."""
@@ -315,7 +343,8 @@ def _choose(state: Nodes, tasks: Tasks, i: int, cand: IArray, policy: str, rng: 
         assert typical is not None and frag is not None
         assert ids is not None
         _, first_of, inverse = np.unique(ids[cand], return_index=True, return_inverse=True)
-        score_u, dev_u = _fgd_scores(state, tasks, i, cand[first_of], typical, frag, policy == "fgd-bestfit")
+        score_u, dev_u = _fgd_scores(state, tasks, i, cand[first_of], typical, frag, policy == "fgd-bestfit",
+                                     cpu_bestfit)
         score, dev_of = score_u[inverse], dev_u[inverse]
     top = np.flatnonzero(score == score.max())
     pick = int(top[rng.integers(len(top))]) if ties == "random" and len(top) > 1 else int(top[0])
@@ -323,19 +352,19 @@ def _choose(state: Nodes, tasks: Tasks, i: int, cand: IArray, policy: str, rng: 
 
 
 def _fgd_scores(state: Nodes, tasks: Tasks, i: int, nodes: IArray, typical: Typical, frag: FArray,
-                bestfit: bool = False) -> tuple[FArray, IArray]:
+                bestfit: bool = False, cpu_bestfit: bool = True) -> tuple[FArray, IArray]:
     """FGD's score of task i on each of `nodes`, and the device a share takes there (-1 else).
     `bestfit` adds less than 1 for the fuller node after placing (a tie-break between equal FGD
-    scores, which are integers). CPU-only tasks always get it: with first-node ties for them, our
-    FGD allocated 91.62% on the cpu250 workload against 93.41% published, and 93.60% with this
-    (5 seeds; 95.34% on the default trace, 95.39% published; a profile). Where the artifact does
-    this is not located yet."""
+    scores, which are integers). CPU-only tasks get it too unless `cpu_bestfit` is False: under
+    optsched's own stream and first-node ties it was added because FGD then fell 1.79 pp below
+    published on cpu250; the artifact does not do it (its FGD plugin scores the change alone) and,
+    under the artifact's stream and tie order, it puts FGD above the published numbers."""
     ngpu, milli = int(tasks.ngpu[i]), int(tasks.milli[i])
     gpu = state.gpu[nodes]
     rows, node = _after(gpu, ngpu, milli)
     after = fragmentation(state.cpu[nodes][node] - tasks.cpu[i], rows, state.model[nodes][node], typical)
     s = np.floor(100.0 / (1.0 + np.exp(-(frag[nodes][node] - after) / 1000.0)))
-    if bestfit or ngpu == 0:  # half the best-fit measure in [0, 1]: the fuller after placing, the higher
+    if bestfit or (ngpu == 0 and cpu_bestfit):  # half best-fit's measure in [0, 1]: fuller after, higher
         gpu_free = np.where(rows > 0, rows, 0).sum(axis=1)
         s = s + 0.5 * (1.0 - _left_after(state.cpu[nodes][node] - tasks.cpu[i], gpu_free))
     if not (ngpu == 1 and 0 < milli < MILLI):

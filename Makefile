@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/capacity.py
 	$(BIN)/python benchmarks/milp.py
 	$(BIN)/python benchmarks/fgd.py
+	$(BIN)/python benchmarks/fgd_artifact.py --out benchmarks/results
 	$(BIN)/python benchmarks/slurm.py
 	$(BIN)/python benchmarks/auto.py
 	$(BIN)/python benchmarks/pareto.py

@@ -51,3 +51,16 @@ def test_nodes_in_rank_order_put_the_tie_winner_first() -> None:
 def test_names_must_match_the_tasks() -> None:
     with pytest.raises(ValueError):
         artifact_protocol(NAMES[:3], _tasks(), NODES, 20000, 42)
+
+
+def test_the_artifact_s_measure_averages_the_arrivals_that_round_to_the_load() -> None:
+    """arrived 99.5% rounds to 100 (half to even) and 100.4% too, 100.6% does not: the measure at
+    100 is the mean of those two rows' allocation % (each rounded to 2 decimals); at 120 no row
+    rounds to it and none is within a point: NaN."""
+    from optsched.sim.fgd import Run
+
+    run = Run(placed=np.ones(5, dtype=bool), arrived_milli=np.array([100, 995, 1004, 1006, 1300]),
+              allocated_milli=np.array([100, 900, 903, 905, 950]), cluster_milli=1000)
+    assert run.allocation_artifact(100) == round((90.0 + 90.3) / 2, 2)
+    assert run.allocation_artifact(130) == 95.0
+    assert np.isnan(run.allocation_artifact(120))

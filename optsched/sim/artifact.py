@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optsched.problem import IArray
-from optsched.sim.fgd import Nodes, Tasks
+from optsched.sim.fgd import Nodes, Run, Tasks, Typical, place
 from optsched.sim.gorand import GoRand
 
 SCHEDULER_START_DRAWS = 10
@@ -95,4 +95,14 @@ def in_rank_order(nodes: Nodes, rank: IArray) -> tuple[Nodes, IArray]:
     return Nodes(nodes.cpu[where], nodes.mem[where], nodes.gpu[where], nodes.model[where], nodes.models), where
 
 
-__all__ = ["SCHEDULER_START_DRAWS", "ArtifactRun", "artifact_protocol", "in_rank_order"]
+def run_artifact(nodes: Nodes, tasks: Tasks, task_names: list[str], node_names: list[str], policy: str,
+                 seed: int, typical: Typical | None = None, ratio: float = 1.3) -> Run:
+    """One run of `policy` under the artifact's protocol: its order, its tie order, and for `fgd`
+    its rules (typical tasks from `typical_tasks(artifact=True)`, given; CPU-only tasks by FGD's
+    change alone). `random` draws from numpy, not from the artifact's stream (module docstring)."""
+    got = artifact_protocol(task_names, tasks, node_names, nodes.gpu_milli, seed, ratio)
+    ranked, _ = in_rank_order(nodes, got.node_rank)
+    return place(ranked, tasks, got.order, policy, np.random.default_rng(seed), typical, cpu_bestfit=False)
+
+
+__all__ = ["SCHEDULER_START_DRAWS", "ArtifactRun", "artifact_protocol", "in_rank_order", "run_artifact"]

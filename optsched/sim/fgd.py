@@ -35,6 +35,7 @@ fits (best fit); whole GPUs take the first free devices.
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -229,6 +230,19 @@ class Run:
     """Per task of the order: the node it went to (-1: failed)."""
     device: IArray | None = None
     """Per task of the order: the device a share went to (-1: whole GPUs, CPU only, or failed)."""
+
+    def allocation_artifact(self, load_pct: int) -> float:
+        """The artifact's measure (experiments/analysis/merge_alloc_discrete.py), in %: the mean,
+        over the arrivals whose arrived milli-GPU rounds to `load_pct` % of the cluster, of the
+        allocation % rounded to 2 decimals (rounded to 2 decimals; those within 1 point when none
+        rounds to it; NaN when none is)."""
+        scale = self.cluster_milli / 100
+        arrived = np.round(self.arrived_milli / scale)  # half to even, as Python's round
+        allocated = np.round(self.allocated_milli / scale, 2)
+        at = allocated[arrived == load_pct]
+        if not len(at):
+            at = allocated[np.abs(arrived - load_pct) <= 1]
+        return round(float(at.mean()), 2) if len(at) else math.nan
 
     def allocation_at(self, load: float) -> float:
         """Allocated / cluster milli-GPU when the arrived load first reaches `load` x the cluster

@@ -29,28 +29,37 @@ def _tasks() -> Tasks:
     n = len(NAMES)
     zeros = np.zeros(n, dtype=np.int64)
     return Tasks(zeros, zeros, np.array(NGPU, dtype=np.int64), np.array(MILLI, dtype=np.int64),
-                 np.ones((n, 1), dtype=bool))
+                 np.ones((n, 1), dtype=bool), name=tuple(NAMES))
+
+
+def _nodes(cluster_milli: int) -> Nodes:
+    """Five nodes named `NODES`, `cluster_milli` milli-GPU in all (one device each)."""
+    n = len(NODES)
+    return Nodes(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.full((n, 1), cluster_milli // n),
+                 np.zeros(n, dtype=np.int64), ("x",), tuple(NODES))
 
 
 @pytest.mark.parametrize("case", sorted(GO))
 def test_the_order_and_the_tie_ranks_are_the_artifact_s(case: tuple[int, int]) -> None:
     seed, cluster = case
-    run = artifact_protocol(NAMES, _tasks(), NODES, cluster, seed, ratio=1.3)
+    run = artifact_protocol(_tasks(), _nodes(cluster), seed, ratio=1.3)
     order, rank = GO[case]
     assert run.order.tolist() == order
     assert run.node_rank.tolist() == rank
 
 
 def test_nodes_in_rank_order_put_the_tie_winner_first() -> None:
-    nodes = Nodes(np.arange(5), np.arange(5), np.full((5, 1), 1000), np.zeros(5, dtype=np.int64), ("x",))
+    nodes = Nodes(np.arange(5), np.arange(5), np.full((5, 1), 1000), np.zeros(5, dtype=np.int64), ("x",), tuple(NODES))
     ranked, where = in_rank_order(nodes, np.array([3, 0, 2, 1, 4]))
     assert where.tolist() == [1, 3, 2, 0, 4]
     assert ranked.cpu.tolist() == [1, 3, 2, 0, 4]
+    assert ranked.name == ("n-0", "n-1", "n-4", "n-3", "n-2")
 
 
-def test_names_must_match_the_tasks() -> None:
+def test_names_are_required() -> None:
+    nameless = Tasks(*(getattr(_tasks(), f) for f in ("cpu", "mem", "ngpu", "milli", "allowed")))
     with pytest.raises(ValueError):
-        artifact_protocol(NAMES[:3], _tasks(), NODES, 20000, 42)
+        artifact_protocol(nameless, _nodes(20000), 42)
 
 
 def test_the_artifact_s_measure_averages_the_arrivals_that_round_to_the_load() -> None:

@@ -183,7 +183,7 @@ class DomainEngine(GreedyEngine):
         the last jobs placed, which may evict nobody. Returns the jobs placed."""
         p = self.p
         self.deadline = deadline
-        victims = {v: "preempted" for v in self.sol.preempted} | {v: "reclaimed" for v in self.sol.reclaimed}
+        victims = _victim_reasons(self.sol)
         admitted_ids = {j.index for j in admitted}
         placed: dict[str, list[PlacedReplica]] = {}
         on_node: dict[int, set[int]] = {}
@@ -191,30 +191,26 @@ class DomainEngine(GreedyEngine):
             if time.perf_counter() > deadline:
                 break
             who = preemption.preemptors(p, victim)
-            pools = (who.same, [*who.borrowing, *who.nominal])
-            if victims[victim.index] == "reclaimed":
-                pools = pools[::-1]
+            first = victims[victim.index]
+            candidates = [*who.pool(first), *who.pool("reclaimed" if first == "preempted" else "preempted")]
             nodes = sorted(serving.victim_nodes(victim))
-            allowed = {j.index for pool in pools for j in pool}
+            allowed = {j.index for j in candidates}
             if any(allowed & on_node.get(n, set()) for n in nodes):
                 continue  # served already (by room)
             target = np.zeros(p.n_nodes, dtype=bool)
             target[nodes] = True
             tries = 0
-            out_of_reach: set[int] = set()
-            for job in (j for pool in pools for j in pool):
+            for job in candidates:
                 if tries >= SERVE_ATTEMPTS:
                     break
-                if job.index not in admitted_ids or job.id in placed or job.index in out_of_reach \
-                        or not self._fits_beside(job, target):
+                if job.index not in admitted_ids or job.id in placed or not self._fits_beside(job, target):
                     continue
                 self.serving = target
                 try:
                     att = self.admit(job)
                 finally:
                     self.serving = None
-                if att.failure == "topology":  # its domain holds none of these nodes: never again here
-                    out_of_reach.add(job.index)
+                if att.failure == "topology":  # its domain holds none of these nodes: not a try
                     continue
                 tries += 1
                 if att.failure is None:
@@ -237,6 +233,11 @@ class DomainEngine(GreedyEngine):
 
 SERVE_ATTEMPTS = 3
 """Admitted jobs the serving pass tries per victim before it leaves the victim to the naming."""
+
+
+def _victim_reasons(sol: DomainSolution) -> dict[int, str]:
+    """The model's victims (positions in `Problem.running`) with the reason it chose for each."""
+    return {v: "preempted" for v in sol.preempted} | {v: "reclaimed" for v in sol.reclaimed}
 
 
 def _preemptor(p: Problem, ledger: Ledger, job: JobSpec, replicas: list[PlacedReplica]) -> preemption.Preemptor:
@@ -300,7 +301,7 @@ def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedRep
         held = sum(1 << f for f in np.flatnonzero(preemption.held_flavors(p, victim) > 0).tolist())
         named = None
         for reason in (first, "reclaimed" if first == "preempted" else "preempted"):
-            pool = who.same if reason == "preempted" else [*who.borrowing, *who.nominal]
+            pool = who.pool(reason)
             others = reclaimed_before.get(victim.tenant, np.zeros(len(p.flavors))) if reason == "reclaimed" else None
             last = previous.get(victim.index)
             first_try = [j for j in pool if j.id == last] if last is not None else []
@@ -364,7 +365,7 @@ def assign(p: Problem, cells: Cells, sol: DomainSolution, *, deadline: float) ->
     engine = DomainEngine(p, cells, sol)
     placing_until = deadline - CHECK_SECONDS_PER_JOB * (len(p.jobs) + len(p.running))
     placed, deferred = engine.run_passes(placing_until)
-    victims = {v: "preempted" for v in sol.preempted} | {v: "reclaimed" for v in sol.reclaimed}
+    victims = _victim_reasons(sol)
     evictions: list[Eviction] = []
     kept_back = 0
     previous: dict[int, str] = {}

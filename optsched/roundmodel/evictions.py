@@ -108,7 +108,7 @@ def name_preemptors(p: Problem, plan: Plan, evicted: list[JobSpec], why: dict[in
     for v in sorted(evicted, key=lambda v: reasons[v.id] != "reclaimed"):
         who: Preemptors = why[p.running_index[v.id]][2]
         reason = reasons[v.id]
-        pool = who.same if reason == "preempted" else [*who.borrowing, *who.nominal]
+        pool = who.pool(reason)
         others = before[v.id] if reason == "reclaimed" else None
         if reason == "preempted" and reclaiming is None:
             reclaiming = reclaiming_flavors(p, [(k, by) for k, by in reclaims if by is not None])

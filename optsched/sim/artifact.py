@@ -37,9 +37,10 @@ from optsched.sim.gorand import GoRand
 
 SCHEDULER_START_DRAWS = 10
 """Draws the scheduler's start takes before the nodes are named (step 4). Ten is the count with which
-BestFit reproduces the published allocation at 100% and 130% load exactly on all ten seeds (42-51)
-of the default trace; 0-9 and 11-15 miss by up to 0.26 pp. That the informers take them is read
-from the vendored client-go, not counted there."""
+BestFit reproduces the published allocation at 100% and 130% load on every seed of every workload
+tried; every other count from 0 to 15 misses on seeds 42-43 of the default trace
+(benchmarks/results/fgd-artifact.md). That the informers take them is read from the vendored
+client-go, not counted there."""
 
 
 @dataclass
@@ -53,12 +54,14 @@ class ArtifactRun:
     """Per node (in the given order), its tie rank: among equal scores the lowest rank wins."""
 
 
-def artifact_protocol(task_names: list[str], tasks: Tasks, node_names: list[str], cluster_gpu_milli: int,
-                      seed: int, ratio: float = 1.3) -> ArtifactRun:
-    """The artifact's order and tie ranks for `seed` (module docstring). `task_names` and
-    `node_names` are the trace's `name` and `sn` columns, aligned with `tasks` and the nodes."""
-    if len(task_names) != len(tasks):
-        raise ValueError("one name per task")
+def artifact_protocol(tasks: Tasks, nodes: Nodes, seed: int, ratio: float = 1.3,
+                      start_draws: int = SCHEDULER_START_DRAWS) -> ArtifactRun:
+    """The artifact's order and tie ranks for `seed` (module docstring), from the tasks' and
+    nodes' names (`Tasks.name`, `Nodes.name`: the trace's `name` and the list's `sn`).
+    `start_draws`: the draws of step 4 (benchmarks/fgd_artifact.py tries others)."""
+    if tasks.name is None or nodes.name is None:
+        raise ValueError("the artifact's protocol orders tasks and nodes by name: Tasks.name and Nodes.name")
+    task_names, node_names = tasks.name, nodes.name
     rng = GoRand(seed)
     rng.int63()  # log.Debugf("... Random Int: %d", ..., rand.Int())
     by_name = sorted(range(len(tasks)), key=lambda i: task_names[i])
@@ -66,7 +69,7 @@ def artifact_protocol(task_names: list[str], tasks: Tasks, node_names: list[str]
     total_milli = tasks.gpu_milli.tolist()
     per_gpu_milli = tasks.milli.tolist()
     asked = sum(total_milli)
-    target = ratio * float(cluster_gpu_milli)
+    target = ratio * float(nodes.gpu_milli)
     if ratio > 0 and asked > target:  # tuneDownPods
         while asked > target:
             if not order:
@@ -79,7 +82,7 @@ def artifact_protocol(task_names: list[str], tasks: Tasks, node_names: list[str]
                 break
             asked += total_milli[i]
             order.append(i)
-    for _ in range(SCHEDULER_START_DRAWS):
+    for _ in range(start_draws):
         rng.float64()
     node_sorted = sorted(range(len(node_names)), key=lambda n: node_names[n])
     perm = rng.perm(len(node_sorted))
@@ -92,15 +95,16 @@ def in_rank_order(nodes: Nodes, rank: IArray) -> tuple[Nodes, IArray]:
     """The nodes reordered by tie rank (first = wins ties), and for each new position its old
     index."""
     where = np.argsort(rank, kind="stable")
-    return Nodes(nodes.cpu[where], nodes.mem[where], nodes.gpu[where], nodes.model[where], nodes.models), where
+    name = None if nodes.name is None else tuple(nodes.name[i] for i in where.tolist())
+    return Nodes(nodes.cpu[where], nodes.mem[where], nodes.gpu[where], nodes.model[where], nodes.models, name), where
 
 
-def run_artifact(nodes: Nodes, tasks: Tasks, task_names: list[str], node_names: list[str], policy: str,
-                 seed: int, typical: Typical | None = None, ratio: float = 1.3) -> Run:
+def run_artifact(nodes: Nodes, tasks: Tasks, policy: str, seed: int, typical: Typical | None = None,
+                 ratio: float = 1.3) -> Run:
     """One run of `policy` under the artifact's protocol: its order, its tie order, and for `fgd`
     its rules (typical tasks from `typical_tasks(artifact=True)`, given; CPU-only tasks by FGD's
     change alone). `random` draws from numpy, not from the artifact's stream (module docstring)."""
-    got = artifact_protocol(task_names, tasks, node_names, nodes.gpu_milli, seed, ratio)
+    got = artifact_protocol(tasks, nodes, seed, ratio)
     ranked, _ = in_rank_order(nodes, got.node_rank)
     return place(ranked, tasks, got.order, policy, np.random.default_rng(seed), typical, cpu_bestfit=False)
 

@@ -61,9 +61,11 @@ class Nodes:
     """(nodes, max devices): free milli-GPU; -1 where the node has fewer devices."""
     model: IArray
     models: tuple[str, ...]
+    name: tuple[str, ...] | None = None
+    """Per node, its name (the list's `sn`; the artifact's tie order reads it); None where unknown."""
 
     def copy(self) -> Nodes:
-        return Nodes(self.cpu.copy(), self.mem.copy(), self.gpu.copy(), self.model, self.models)
+        return Nodes(self.cpu.copy(), self.mem.copy(), self.gpu.copy(), self.model, self.models, self.name)
 
     @property
     def gpu_milli(self) -> int:
@@ -83,6 +85,8 @@ class Tasks:
     spec: tuple[str, ...] | None = None
     """Per task, the GPU models it names as the artifact keys them (`gpu_spec` without empty parts,
     '' for a CPU-only task); None where unknown."""
+    name: tuple[str, ...] | None = None
+    """Per task, its name (the trace's `name`; the artifact's shuffle reads it); None where unknown."""
 
     def __len__(self) -> int:
         return len(self.cpu)
@@ -103,7 +107,8 @@ def load_nodes(path: Path) -> Nodes:
         gpu[i, : int(r["gpu"])] = MILLI
     model = np.array([models.index(r["model"]) if r["model"] in models else -1 for r in rows], dtype=np.int64)
     return Nodes(np.array([int(r["cpu_milli"]) for r in rows], dtype=np.int64),
-                 np.array([int(r["memory_mib"]) for r in rows], dtype=np.int64), gpu, model, models)
+                 np.array([int(r["memory_mib"]) for r in rows], dtype=np.int64), gpu, model, models,
+                 tuple(r["sn"] for r in rows))
 
 
 def load_tasks(path: Path, models: tuple[str, ...]) -> Tasks:
@@ -111,17 +116,18 @@ def load_tasks(path: Path, models: tuple[str, ...]) -> Tasks:
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     allowed = np.ones((len(rows), len(models)), dtype=bool)
+    named: list[str] = []
     for i, r in enumerate(rows):
         spec = [m for m in r.get("gpu_spec", "").split("|") if m]
         if spec:
             allowed[i] = [m in spec for m in models]
+        named.append("|".join(spec) if int(r["num_gpu"]) else "")
     ngpu = np.array([int(r["num_gpu"]) for r in rows], dtype=np.int64)
     milli = np.array([int(r["gpu_milli"]) for r in rows], dtype=np.int64)
-    named = tuple("|".join(m for m in r.get("gpu_spec", "").split("|") if m) if int(r["num_gpu"]) else ""
-                  for r in rows)
     return Tasks(np.array([int(r["cpu_milli"]) for r in rows], dtype=np.int64),
                  np.array([int(r["memory_mib"]) for r in rows], dtype=np.int64), ngpu,
-                 np.where(ngpu > 0, milli, 0), allowed, named)
+                 np.where(ngpu > 0, milli, 0), allowed, tuple(named),
+                 tuple(r.get("name", "") for r in rows))
 
 
 def inflate(tasks: Tasks, cluster_gpu_milli: int, ratio: float, rng: np.random.Generator) -> IArray:

@@ -420,6 +420,11 @@ class Preemptors:
     def __bool__(self) -> bool:
         return bool(self.same or self.borrowing or self.nominal)
 
+    def pool(self, reason: str) -> list[JobSpec]:
+        """The jobs that may evict for `reason`: `same` for ``preempted``, else the cohort's
+        (`borrowing`, then `nominal`) for ``reclaimed``, in the order namers try them."""
+        return self.same if reason == "preempted" else [*self.borrowing, *self.nominal]
+
 
 @dataclass(frozen=True)
 class _JobTable:

@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/pareto.py
 	$(BIN)/python benchmarks/cost.py
 	$(BIN)/python benchmarks/scale.py --huge --curve --out benchmarks/results
+	$(BIN)/python benchmarks/domain_placement.py --out benchmarks/results
 	$(BIN)/python benchmarks/startup.py --out benchmarks/results
 	$(BIN)/python benchmarks/service.py --out benchmarks/results
 	$(BIN)/python benchmarks/timelimit.py

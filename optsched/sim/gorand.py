@@ -15,6 +15,8 @@ of thousands of values per run, well under a second here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from optsched.sim.gorand_table import COOKED
 
 LEN = 607
@@ -90,26 +92,25 @@ class GoRand:
                 return f
 
     def int63n(self, n: int) -> int:
-        if n <= 0:
-            raise ValueError("n must be positive")
-        if n & (n - 1) == 0:
-            return self.int63() & (n - 1)
-        most = MASK63 - (1 << 63) % n
-        v = self.int63()
-        while v > most:
-            v = self.int63()
-        return v % n
+        """`Rand.Int63n`."""
+        return self._below(n, self.int63, 63)
 
     def int31n(self, n: int) -> int:
-        """`Rand.Int31n` (rejection sampling; `Intn` below 2^31 is this)."""
+        """`Rand.Int31n` (`Intn` below 2^31 is this)."""
+        return self._below(n, self.int31, 31)
+
+    @staticmethod
+    def _below(n: int, draw: Callable[[], int], bits: int) -> int:
+        """Go's rejection sampling over `bits`-bit draws: a mask for a power of two, else draws
+        above the largest multiple of n are drawn again."""
         if n <= 0:
             raise ValueError("n must be positive")
         if n & (n - 1) == 0:
-            return self.int31() & (n - 1)
-        most = INT32_MAX - (1 << 31) % n
-        v = self.int31()
+            return draw() & (n - 1)
+        most = (1 << bits) - 1 - (1 << bits) % n
+        v = draw()
         while v > most:
-            v = self.int31()
+            v = draw()
         return v % n
 
     def intn(self, n: int) -> int:

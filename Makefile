@@ -44,7 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/tenancy.py
 	$(BIN)/python benchmarks/capacity.py
 	$(BIN)/python benchmarks/milp.py
-	$(BIN)/python benchmarks/fgd.py
+	$(BIN)/python benchmarks/fgd.py --workload openb_pod_list_default,openb_pod_list_cpu250,openb_pod_list_gpushare100 --out benchmarks/results
 	$(BIN)/python benchmarks/fgd_artifact.py --out benchmarks/results
 	$(BIN)/python benchmarks/slurm.py
 	$(BIN)/python benchmarks/auto.py

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 import pytest
@@ -91,12 +92,27 @@ def test_fgd_and_philly_suites_on_small_data(tmp_path: Path, monkeypatch: pytest
     _fake_data(data)
     monkeypatch.setenv("OPTSCHED_DATA", str(data))
     fgd = Suite.model_validate({"name": "fgd-tiny", "kind": "fgd", "solvers": ["best-fit", "fgd", "batched-cpsat"],
-                                "workloads": [{"trace": "openb_pod_list_tiny", "batch": 3}], "seeds": [1, 2]})
+                                "workloads": [{"trace": "openb_pod_list_tiny", "batch": 3, "protocol": "optsched"}],
+                                "seeds": [1, 2]})
     path, rows = run_suite(fgd, out=tmp_path / "out", workers=1, progress=False)
     assert all(0 <= r["alloc_130"] <= 100 for r in rows) and len(rows) == 6
     text = path.read_text()
     assert "| fgd |" in text and "90.00 ± 1.00" in text and "batched-cpsat" in text
+    assert "Paired with FGD" in text and "| fgd-bestfit |" not in text
     assert (tmp_path / "out" / "fgd-tiny-tiny-allocation.png").exists()
+    artifact = fgd.model_copy(update={"name": "fgd-art", "solvers": ["best-fit", "fgd", "fgd-bestfit", "limit"],
+                                      "workloads": [{"trace": "openb_pod_list_tiny"}]})
+    path, rows = run_suite(artifact, out=tmp_path / "out", workers=1, progress=False)
+    limits = {r["seed"]: r for r in rows if r["policy"] == "limit"}
+    for r in rows:  # under the artifact's protocol each seed's limit bounds every policy of that seed
+        for x in (0, 10, 50, 90, 100, 130):
+            got, bound = r.get(f"alloc_{x}", math.nan), limits[r["seed"]].get(f"alloc_{x}", math.nan)
+            assert math.isnan(got) or got <= bound + 1e-9
+    assert {r["protocol"] for r in rows} == {"artifact"}
+    assert "| fgd-bestfit |" in path.read_text() and "**limit**" in path.read_text()
+    bad = fgd.model_copy(update={"workloads": [{"trace": "openb_pod_list_tiny", "protocol": "go"}], "seeds": [1]})
+    with pytest.raises(InputError, match="workloads.protocol"):
+        run_suite(bad, out=tmp_path / "out", workers=1, progress=False)
     plain = tmp_path / "plain.yaml"  # Philly's virtual clusters are not tenants of the example: none
     dump(load_cluster(EXAMPLE_CLUSTER).model_copy(update={"tenants": [], "running": []}), plain)
     philly = Suite.model_validate({"name": "philly-tiny", "kind": "philly", "clusters": [str(plain)],

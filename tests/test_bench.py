@@ -111,7 +111,7 @@ def test_fgd_and_philly_suites_on_small_data(tmp_path: Path, monkeypatch: pytest
     assert {r["protocol"] for r in rows} == {"artifact"}
     assert "| fgd-bestfit |" in path.read_text() and "**limit**" in path.read_text()
     bad = fgd.model_copy(update={"workloads": [{"trace": "openb_pod_list_tiny", "protocol": "go"}], "seeds": [1]})
-    with pytest.raises(InputError, match="workloads.protocol"):
+    with pytest.raises(InputError, match=r"workloads\.protocol"):
         run_suite(bad, out=tmp_path / "out", workers=1, progress=False)
     plain = tmp_path / "plain.yaml"  # Philly's virtual clusters are not tenants of the example: none
     dump(load_cluster(EXAMPLE_CLUSTER).model_copy(update={"tenants": [], "running": []}), plain)

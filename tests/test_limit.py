@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from optsched.sim.fgd import MILLI, Nodes, Tasks, apply_task, fit_mask
-from optsched.sim.limit import allocation_limit, limit_curve, pattern_limit
+from optsched.sim.limit import allocation_limit, device_limit, limit_curve, pattern_limit
 
 
 def _nodes(specs: list[tuple[int, int, int]]) -> Nodes:
@@ -73,6 +73,8 @@ def test_the_bounds_hold_and_the_placement_exists(node_specs: list[tuple[int, in
     assert pattern.bound_milli >= best - 1e-6
     assert pattern.placed_milli <= best  # a placement: never above the optimum found by search
     assert agg.arrived_milli == int((tasks.ngpu * tasks.milli).sum())
+    device = device_limit(nodes, tasks, arrived)
+    assert device is not None and device >= best - 1e-6
 
 
 def test_the_bound_is_below_what_arrived_where_the_cpu_binds() -> None:
@@ -114,3 +116,19 @@ def test_combinations_of_small_clusters_hold() -> None:
         assert allocation_limit(nodes, tasks, arrived).mip_milli >= best - 1e-6
         pattern = pattern_limit(nodes, tasks, arrived)
         assert pattern.bound_milli >= best - 1e-6 >= pattern.placed_milli - 1e-6
+        device = device_limit(nodes, tasks, arrived)
+        assert device is not None and device >= best - 1e-6
+
+
+def test_the_device_patterns_see_shares_that_do_not_combine() -> None:
+    # two devices; shares of 600, 600, 450, 450, 450: a device holds {600} or {450, 450}, so at most
+    # 1,500 milli-GPU; the aggregate rows (2,000 milli-GPU, 4 shares above 333) allow 1,950
+    nodes = _nodes([(64000, 4096, 2)])
+    tasks = _tasks([(1000, 100, 1, 600)] * 2 + [(1000, 100, 1, 450)] * 3)
+    arrived = np.arange(len(tasks))
+    assert _optimum(nodes, tasks) == 1500
+    assert allocation_limit(nodes, tasks, arrived).mip_milli == pytest.approx(1950)
+    device = device_limit(nodes, tasks, arrived)
+    assert device is not None and 1500 - 1e-6 <= device < 1950 - 1
+    curve = limit_curve(nodes, tasks, arrived, [128], device_from=0, pattern_loads=())
+    assert curve[128][0].bound_milli == pytest.approx(device)

@@ -193,9 +193,11 @@ def _limit_row(nodes: Any, tasks: Any, order: Any, time_limit: float) -> Row:
     pct = 100 / nodes.gpu_milli
     row: Row = {"tasks": len(order), "nodes": len(nodes.cpu), "gpus": nodes.gpu_milli // 1000}
     for load, (agg, pattern) in limit_curve(nodes, tasks, order, LOADS, time_limit).items():
-        bound = min(agg.mip_milli, pattern.bound_milli) if pattern is not None else agg.mip_milli
+        bound = min(agg.bound_milli, pattern.bound_milli) if pattern is not None else agg.bound_milli
         row.update({f"alloc_{load}": bound * pct, f"lp_{load}": agg.lp_milli * pct, f"mip_{load}": agg.mip_milli * pct,
                     f"mip_optimal_{load}": agg.mip_optimal})
+        if agg.device_milli is not None:
+            row[f"device_{load}"] = agg.device_milli * pct
         if pattern is not None:
             row.update({f"pattern_{load}": pattern.bound_milli * pct, f"placed_{load}": pattern.placed_milli * pct,
                         f"pattern_s_{load}": pattern.seconds})
@@ -359,18 +361,21 @@ def _limit_table(limits: dict[int, Row], policies: dict[str, list[Row]]) -> str:
     for x in PAIRED_LOADS:
         if all(f"alloc_{x}" in r for r in limits.values()):
             bound = float(np.mean([r[f"alloc_{x}"] for r in limits.values()]))
-            lines.append([f"{x}%", mean(f"lp_{x}"), mean(f"mip_{x}"), mean(f"pattern_{x}"), mean(f"placed_{x}"),
-                          f"{best[x][0]:.2f} ({best[x][1]})", f"{bound - best[x][0]:.2f}"])
+            lines.append([f"{x}%", mean(f"lp_{x}"), mean(f"mip_{x}"), mean(f"device_{x}"), mean(f"pattern_{x}"),
+                          f"**{bound:.2f}**", mean(f"placed_{x}"), f"{best[x][0]:.2f} ({best[x][1]})",
+                          f"{bound - best[x][0]:.2f}"])
     seconds = np.mean([r["seconds"] for r in limits.values()])
     return ("### The limit: how far the policies are from any placement\n\n"
             "Upper bounds on the allocation (%) any placement of the arrived tasks could reach (offline: all known, "
             "any subset placed, same nodes and sharing rules; `optsched.sim.limit`, docs/fgd.md \"The limit\"), mean "
             "over seeds: the aggregate relaxation over task shapes x node types as an LP and as a MIP (HiGHS, its "
-            "dual bound), and the configuration LP (per-node columns by column generation, its Lagrangian bound); "
-            "`placement` is a valid placement rounded from the configuration LP, so the optimum lies between it and "
-            "the bound. `gap` = bound minus the best policy, an upper bound on what that policy leaves. "
-            f"{seconds:.0f} s per seed.\n\n"
-            + table(["load", "LP", "MIP", "configuration LP", "placement", "best policy", "gap"], lines))
+            "dual bound); the device-pattern LP (what each device holds exact, by column generation); the "
+            "configuration LP (per-node columns by column generation, its Lagrangian bound); `limit` = the "
+            "smallest, per seed. `placement` is a valid placement rounded from the configuration LP, so the "
+            "optimum lies between it and the limit. `gap` = limit minus the best policy, an upper bound on what "
+            f"that policy leaves. {seconds:.0f} s per seed.\n\n"
+            + table(["load", "LP", "MIP", "device LP", "configuration LP", "limit", "placement", "best policy", "gap"],
+                    lines))
 
 
 def _fgd_plot(curves: dict[str, list[float]], paper: dict[tuple[str, int], tuple[float, float]], path: Path,

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
-from scipy.sparse import coo_array
+from scipy.sparse import coo_array, hstack
 
 from optsched.problem import IArray
 from optsched.sim.fgd import MILLI, Nodes, Tasks, apply_task, fit_mask, place
@@ -62,6 +62,13 @@ class Limit:
     """The MIP's dual bound (its optimum when `mip_optimal`)."""
     mip_optimal: bool
     arrived_milli: int
+    device_milli: float | None = None
+    """The device-pattern LP's bound (`device_limit`), where computed and converged."""
+
+    @property
+    def bound_milli(self) -> float:
+        """The tightest of the bounds computed."""
+        return min(self.mip_milli, self.device_milli) if self.device_milli is not None else self.mip_milli
 
 
 def _types(nodes: Nodes) -> tuple[IArray, IArray]:
@@ -314,13 +321,126 @@ def _share_device(state: Nodes, tasks: Tasks, i: int, n: int) -> int:
     return int(np.argmin(np.where(gpu >= milli, gpu, MILLI + 1)))
 
 
+def device_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, max_iterations: int = 400) -> float | None:
+    """The device-pattern LP's bound on allocated milli-GPU for `arrived` on the empty `nodes`:
+    the aggregate relaxation's CPU, memory and one-per-node rows (L1, L2, L5 for CPU and memory),
+    with what each device holds made exact. A device of type `j` holds whole GPUs of one task, or a
+    pattern `q` of shares (counts per share shape, at most 1000 milli-GPU in all): `z[q, j]`
+    devices hold pattern `q`, and
+
+    - D1 `sum_{s whole} ngpu_s x[s, j] + sum_q z[q, j] <= N_j G_j` (devices per type);
+    - D2 `x[s, j] <= sum_q q_s z[q, j]` for each share shape `s` (shares sit in patterns);
+    - L5 for whole GPUs: tasks asking more than half a node's devices, at most one a node.
+
+    Any placement gives a feasible point (each device's shares are a pattern), so the LP's
+    optimum bounds it. Patterns come by column generation: per type an unbounded knapsack of the
+    share sizes into 1000 milli-GPU under the duals of D2, solved exactly by dynamic programming,
+    so the LP is optimal over all patterns when none prices out. Returns None when it did not
+    converge within `max_iterations` (no bound is claimed then)."""
+    sh = _gpu_shapes(tasks, arrived)
+    first, n_of_type = _types(nodes)
+    c_cap, m_cap = nodes.cpu[first], nodes.mem[first]
+    g_cap = (nodes.gpu[first] >= 0).sum(axis=1)
+    whole = sh.milli >= MILLI
+    ok = np.stack([(sh.cpu <= c_cap[j]) & (sh.mem <= m_cap[j]) & (sh.ngpu <= g_cap[j])
+                   & _model_ok(tasks, sh, int(nodes.model[first[j]])) for j in range(len(first))], axis=1)
+    s_of, j_of = np.nonzero(ok)
+    n_x, n_s, n_t = len(s_of), len(sh.count), len(first)
+    if n_x == 0:
+        return 0.0
+    share_pairs = np.flatnonzero(~whole[s_of])  # x columns that are shares: one D2 row each
+    d2_row = np.full(n_x, -1)
+    d2_row[share_pairs] = np.arange(len(share_pairs))
+    # fixed rows: L1 (n_s), CPU (n_t), memory (n_t), D1 (n_t), L5 CPU, memory, devices (3 n_t), D2
+    r_l1, r_cpu, r_mem, r_d1, r_l5 = 0, n_s, n_s + n_t, n_s + 2 * n_t, n_s + 3 * n_t
+    r_d2 = n_s + 6 * n_t
+    n_rows = r_d2 + len(share_pairs)
+    rows = [s_of + r_l1, j_of + r_cpu, j_of + r_mem, j_of[whole[s_of]] + r_d1,
+            j_of + r_l5, j_of + r_l5 + n_t, j_of[whole[s_of]] + r_l5 + 2 * n_t, d2_row[share_pairs] + r_d2]
+    cols = [np.arange(n_x)] * 3 + [np.flatnonzero(whole[s_of])] + [np.arange(n_x)] * 2 \
+        + [np.flatnonzero(whole[s_of]), share_pairs]
+    vals = [np.ones(n_x), sh.cpu[s_of].astype(float), sh.mem[s_of].astype(float),
+            sh.ngpu[s_of][whole[s_of]].astype(float), (2 * sh.cpu[s_of] > c_cap[j_of]).astype(float),
+            (2 * sh.mem[s_of] > m_cap[j_of]).astype(float),
+            (2 * sh.ngpu[s_of][whole[s_of]] > g_cap[j_of][whole[s_of]]).astype(float), np.ones(len(share_pairs))]
+    rhs = np.concatenate([sh.count, n_of_type * c_cap, n_of_type * m_cap, n_of_type * g_cap,
+                          n_of_type, n_of_type, n_of_type, np.zeros(len(share_pairs))]).astype(float)
+    x_matrix = coo_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(n_rows, n_x)).tocsc()
+    pair_of = {(int(s_of[k]), int(j_of[k])): int(d2_row[k]) for k in share_pairs.tolist()}
+    patterns: list[tuple[int, dict[int, int]]] = []  # (type, share shape -> count)
+    for (s, j) in pair_of:
+        patterns.append((j, {s: int(MILLI // sh.milli[s])}))
+    gain = np.concatenate([(sh.gain[s_of]).astype(float)])
+    for _ in range(max_iterations):
+        z_rows, z_cols, z_vals = [], [], []
+        for c, (j, q) in enumerate(patterns):
+            z_rows.append(r_d1 + j)
+            z_cols.append(c)
+            z_vals.append(1.0)
+            for s, k in q.items():
+                z_rows.append(r_d2 + pair_of[(s, j)])
+                z_cols.append(c)
+                z_vals.append(-float(k))
+        z_matrix = coo_array((z_vals, (z_rows, z_cols)), shape=(n_rows, len(patterns))).tocsc()
+        a = hstack([x_matrix, z_matrix]).tocsr()
+        upper = np.concatenate([sh.count[s_of].astype(float), np.full(len(patterns), np.inf)])
+        res = linprog(-np.concatenate([gain, np.zeros(len(patterns))]), A_ub=a, b_ub=rhs,
+                      bounds=np.stack([np.zeros(len(upper)), upper], axis=1), method="highs")
+        if res.status != 0:
+            raise RuntimeError(f"the device-pattern LP did not solve: {res.message}")
+        dual = -np.asarray(res.ineqlin.marginals)
+        added = 0
+        for j in range(n_t):
+            sizes = [(s, int(sh.milli[s]), float(dual[r_d2 + pair_of[(s, j)]])) for (s, t) in pair_of if t == j]
+            sizes = [(s, m, v) for s, m, v in sizes if v > 1e-9]
+            if not sizes:
+                continue
+            value, q = _knapsack(sizes)
+            if value > dual[r_d1 + j] * (1 + 1e-9) + 1e-6:
+                patterns.append((j, q))
+                added += 1
+        if not added:
+            return -float(res.fun)
+    return None
+
+
+def _knapsack(items: list[tuple[int, int, float]]) -> tuple[float, dict[int, int]]:
+    """The most value of shares (shape, milli-GPU, value) packed into one device of 1000 milli-GPU,
+    any count of each (unbounded knapsack): each shape split into 0/1 items of 1, 2, 4, ... copies
+    (binary splitting, up to what fits), each applied to the whole capacity vector at once; returns
+    the value and the counts per shape."""
+    best = np.zeros(MILLI + 1)
+    stages: list[tuple[int, int, np.ndarray]] = []  # (shape, copies, taken per capacity)
+    for s, m, v in items:
+        most, copies = MILLI // m, 1
+        while most > 0:
+            k = min(copies, most)
+            shifted = np.full(MILLI + 1, -np.inf)
+            shifted[k * m:] = best[: MILLI + 1 - k * m] + k * v
+            taken = shifted > best + 1e-12
+            best = np.where(taken, shifted, best)
+            stages.append((s, k, taken))
+            most -= k
+            copies *= 2
+    counts: dict[int, int] = {}
+    c = MILLI
+    for s, k, taken in reversed(stages):
+        if taken[c]:
+            counts[s] = counts.get(s, 0) + k
+            c -= k * int(next(m for t, m, _ in items if t == s))
+    return float(best[MILLI]), counts
+
+
 def limit_curve(nodes: Nodes, tasks: Tasks, order: IArray, loads: list[int], time_limit: float = 10.0,
-                pattern_loads: tuple[int, ...] = (100, 130)) -> dict[int, tuple[Limit, PatternLimit | None]]:
+                pattern_loads: tuple[int, ...] = (100, 130), device_from: int = 70
+                ) -> dict[int, tuple[Limit, PatternLimit | None]]:
     """Per load (% of the cluster's milli-GPU), the limits for the tasks of `order` arrived by the
     last arrival the artifact's measure counts at that load (`Run.allocation_artifact`: arrived %
     rounding to it, else within 1 point), so they bound the measure at every one of them: the
-    aggregate LP and MIP, and at `pattern_loads` the configuration LP with its placement (where
-    the aggregate LP leaves a task out). Loads no arrival reaches are left out."""
+    aggregate LP and MIP, from `device_from` % the device-pattern LP (`Limit.device_milli`), and at
+    `pattern_loads` the configuration LP with its placement (where the aggregate LP leaves a task
+    out). Loads no arrival reaches are left out."""
     scale = nodes.gpu_milli / 100
     arrived = np.round(np.cumsum(tasks.ngpu[order] * tasks.milli[order]) / scale)
     out: dict[int, tuple[Limit, PatternLimit | None]] = {}
@@ -332,6 +452,8 @@ def limit_curve(nodes: Nodes, tasks: Tasks, order: IArray, loads: list[int], tim
             continue
         prefix = order[: int(at[-1]) + 1]
         agg = allocation_limit(nodes, tasks, prefix, time_limit)
+        if load >= device_from:
+            agg = replace(agg, device_milli=device_limit(nodes, tasks, prefix))
         pattern = None
         if load in pattern_loads and agg.lp_milli < agg.arrived_milli - 0.5:
             pattern = pattern_limit(nodes, tasks, prefix, 3 * time_limit)
@@ -339,4 +461,4 @@ def limit_curve(nodes: Nodes, tasks: Tasks, order: IArray, loads: list[int], tim
     return out
 
 
-__all__ = ["MIP_GAP", "Limit", "PatternLimit", "allocation_limit", "limit_curve", "pattern_limit"]
+__all__ = ["MIP_GAP", "Limit", "PatternLimit", "allocation_limit", "device_limit", "limit_curve", "pattern_limit"]

@@ -24,15 +24,18 @@ must respect in aggregate (docs/fgd.md, "The limit"). Symbols as in the code:
 
 Every placement of the arrived tasks gives a feasible integer point (count, per shape and type,
 the tasks it placed there), so the MIP's optimum, and the LP's above it, bound the allocation. The
-MIP is solved by HiGHS to a 1e-6 relative gap within a time limit; its dual bound is what is
-reported, so a MIP stopped early still gives a valid (looser) limit.
+MIP is solved by HiGHS to a `MIP_GAP` relative gap within a time limit; its dual bound is what is
+reported, so a MIP stopped early still gives a valid (looser) limit. `device_limit` keeps the CPU
+and memory rows and makes each device's shares exact (patterns within 1000 milli-GPU, by column
+generation): rows L3 and L4 only approximate that.
 
 The aggregate relaxation lets a node type pool its nodes' CPU. `pattern_limit` does not: it is the
 configuration LP (Gilmore-Gomory) over the same shapes and types, whose columns are what one node
 can hold, found by column generation (a small MIP per type prices a column, HiGHS), with the
 Lagrangian bound `sum_s pi_s n_s + sum_j N_j max(0, best column value of type j under pi)`,
 valid at every iteration, as its bound. Rounding its columns down onto the nodes and filling what
-is left by best fit gives a placement, so the optimum lies between the two (`PatternLimit`).
+is left by best fit gives a placement, so the optimum lies between it and the smallest bound
+(`PatternLimit`). In the columns which shares share a device is relaxed (`SHARES_PER_DEVICE`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Per workload whose trace is in ../shared/data/alibaba-gpu-v2023 and whose result
 fgd-results/ (analysis_allo_discrete.csv), and per seed 42-51: the order, inflation and tie order
 of `optsched.sim.artifact` (Go's stream), each policy run by `run_artifact`, measured as the
 artifact measures (`Run.allocation_artifact`) at 100% and 130% arrived load, against the published
-value of that seed (two decimals, as published). `fgd` (8-9 s a run) on the first `--fgd-seeds`
+value of that seed (two decimals, as published). `fgd` (8-11 s a run) on the first `--fgd-seeds`
 seeds of each workload; the other four deterministic policies on all ten. `random` is left out: its
 draws while scheduling are not reproduced.
 """

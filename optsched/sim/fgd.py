@@ -206,18 +206,21 @@ def fragmentation(cpu: IArray, gpu: IArray, model: IArray, typical: Typical) -> 
     `NodeGpuShareFragAmountScore`)."""
     free = np.where(gpu > 0, gpu, 0)
     total = free.sum(axis=1).astype(float)
-    out = np.zeros(len(cpu))
     has_gpu = (gpu >= 0).any(axis=1)
-    for t in range(len(typical.freq)):
-        if typical.milli[t] == 0:  # a CPU task uses no GPU: all of it is fragment for it
-            out += typical.freq[t] * total
-            continue
-        access = has_gpu & (typical.allowed[t][np.maximum(model, 0)] | ~typical.allowed[t].any())
-        enough = free >= typical.milli[t]
-        fits = access & (enough.sum(axis=1) >= typical.ngpu[t]) & (cpu >= typical.cpu[t])
-        small = np.where(~enough, free, 0).sum(axis=1)
-        out += typical.freq[t] * np.where(fits, small, total)
-    return out
+    # every (row, typical task) at once, then summed over the tasks in their order, as FGD adds them
+    enough = free[:, None, :] >= typical.milli[None, :, None]
+    small = np.where(enough, 0, free[:, None, :]).sum(axis=2)
+    if typical.allowed.shape[1]:
+        named = typical.allowed.any(axis=1)
+        access = has_gpu[:, None] & (typical.allowed[:, np.maximum(model, 0)].T | ~named[None, :])
+    else:
+        access = np.repeat(has_gpu[:, None], len(typical.freq), axis=1)
+    fits = access & (enough.sum(axis=2) >= typical.ngpu[None, :]) & (cpu[:, None] >= typical.cpu[None, :])
+    fits &= (typical.milli > 0)[None, :]  # a CPU task uses no GPU: all of it is fragment for it
+    per_task = typical.freq[None, :] * np.where(fits, small, total[:, None])
+    if not per_task.shape[1]:
+        return np.zeros(len(cpu))
+    return np.cumsum(per_task, axis=1)[:, -1]  # added in task order, one at a time (np.sum pairs them)
 
 
 @dataclass

@@ -206,12 +206,12 @@ def fragmentation(cpu: IArray, gpu: IArray, model: IArray, typical: Typical) -> 
     `NodeGpuShareFragAmountScore`)."""
     free = np.where(gpu > 0, gpu, 0)
     total = free.sum(axis=1).astype(float)
-    has_gpu = (gpu >= 0).any(axis=1)
+    has_gpu: BArray = np.asarray((gpu >= 0).any(axis=1))
     # every (row, typical task) at once, then summed over the tasks in their order, as FGD adds them
     enough = free[:, None, :] >= typical.milli[None, :, None]
     small = np.where(enough, 0, free[:, None, :]).sum(axis=2)
     if typical.allowed.shape[1]:
-        named = typical.allowed.any(axis=1)
+        named: BArray = np.asarray(typical.allowed.any(axis=1))
         access = has_gpu[:, None] & (typical.allowed[:, np.maximum(model, 0)].T | ~named[None, :])
     else:
         access = np.repeat(has_gpu[:, None], len(typical.freq), axis=1)

@@ -189,9 +189,10 @@ def _gpu_shapes(tasks: Tasks, arrived: IArray) -> _Shapes:
 def pattern_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, time_limit: float = 30.0) -> PatternLimit:
     """The configuration LP's bound for `arrived` on the empty `nodes` and a placement rounded from
     it (module docstring). A column is what one node of a type holds: per shape a count, within the
-    node's CPU, memory, milli-GPU and devices (whole GPUs plus shares above 500). Column
-    generation stops when the bound is within `MIP_GAP` of the master LP, or at `time_limit`
-    seconds (the bound stays valid, only looser)."""
+    node's CPU, memory, milli-GPU and devices (`_device_rows`). Column generation stops when the
+    bound is within `MIP_GAP` of the master LP, or at `time_limit` seconds (the bound stays valid,
+    only looser). The placement comes from the columns found, solved as an integer master (a third
+    of `time_limit`), then `_round_columns`."""
     t0 = time.perf_counter()
     sh = _gpu_shapes(tasks, arrived)
     first, n_of_type = _types(nodes)

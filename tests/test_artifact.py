@@ -73,3 +73,28 @@ def test_the_artifact_s_measure_averages_the_arrivals_that_round_to_the_load() -
     assert run.allocation_artifact(100) == round((90.0 + 90.3) / 2, 2)
     assert run.allocation_artifact(130) == 95.0
     assert np.isnan(run.allocation_artifact(120))
+
+
+PUBLISHED = {  # (trace, policy, seed) -> allocation % at 100% and 130% load: the FGD authors' per-seed
+    # values (fgd-results/analysis_allo_discrete.csv, rows 05-BestFit, 04-GpuPacking and 06-FGD)
+    ("openb_pod_list_default", "best-fit", 42): (92.94, 93.13),
+    ("openb_pod_list_default", "gpu-packing", 43): (91.78, 92.06),
+    ("openb_pod_list_default", "fgd", 42): (95.14, 95.29),
+    ("openb_pod_list_gpushare100", "fgd", 43): (86.44, 86.68),
+}
+
+
+@pytest.mark.parametrize("key", sorted(PUBLISHED))
+def test_the_artifact_s_protocol_gives_the_published_value_of_a_seed(key: tuple[str, str, int]) -> None:
+    from optsched.bench.kinds import data_dir
+    from optsched.sim.artifact import run_artifact
+    from optsched.sim.fgd import load_nodes, load_tasks, typical_tasks
+
+    trace, policy, seed = key
+    root = data_dir() / "alibaba-gpu-v2023"
+    if not (root / f"{trace}.csv").exists():
+        pytest.skip(f"the openb traces are not here ({root}; ../shared/data/README.md)")
+    nodes = load_nodes(root / "openb_node_list_gpu_node.csv")
+    tasks = load_tasks(root / f"{trace}.csv", nodes.models)
+    run = run_artifact(nodes, tasks, policy, seed, typical_tasks(tasks, artifact=True))
+    assert (run.allocation_artifact(100), run.allocation_artifact(130)) == pytest.approx(PUBLISHED[key], abs=1e-9)

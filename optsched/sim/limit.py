@@ -74,18 +74,18 @@ class Limit:
         return min(self.mip_milli, self.device_milli) if self.device_milli is not None else self.mip_milli
 
 
-def _types(nodes: Nodes) -> tuple[IArray, IArray]:
-    """Node types: per type its first node and its node count."""
+def _types(nodes: Nodes) -> tuple[IArray, IArray, IArray]:
+    """Node types: per type its first node and its node count, and per node its type."""
     devices = (nodes.gpu >= 0).sum(axis=1)
     keys = np.stack([nodes.cpu, nodes.mem, nodes.model, devices], axis=1)
-    _, first, count = np.unique(keys, axis=0, return_index=True, return_counts=True)
-    return first, count
+    _, first, type_of, count = np.unique(keys, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    return first, count, type_of.reshape(-1)
 
 
 def allocation_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, time_limit: float = 10.0) -> Limit:
     """The limit (module docstring) for the tasks `arrived` (indices into `tasks`, repeats allowed:
     the protocol's inflation draws a task more than once) on the empty `nodes`."""
-    first, n_of_type = _types(nodes)
+    first, n_of_type, _ = _types(nodes)
     c_cap, m_cap = nodes.cpu[first], nodes.mem[first]
     g_cap = (nodes.gpu[first] >= 0).sum(axis=1)
     t_model = nodes.model[first]
@@ -195,7 +195,7 @@ def pattern_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, time_limit: float
     of `time_limit`), then `_round_columns`."""
     t0 = time.perf_counter()
     sh = _gpu_shapes(tasks, arrived)
-    first, n_of_type = _types(nodes)
+    first, n_of_type, _ = _types(nodes)
     c_cap, m_cap = nodes.cpu[first], nodes.mem[first]
     g_cap = (nodes.gpu[first] >= 0).sum(axis=1)
     fits = [np.flatnonzero((sh.cpu <= c_cap[j]) & (sh.mem <= m_cap[j]) & (sh.ngpu <= g_cap[j])
@@ -287,9 +287,7 @@ def _round_columns(nodes: Nodes, tasks: Tasks, sh: _Shapes, first: IArray, colum
     fractions while nodes are left) onto its nodes, each node packed by the rules of `fgd.place`;
     then every arrived GPU task still out, largest first, by best fit. Returns its allocated
     milli-GPU."""
-    devices = (nodes.gpu >= 0).sum(axis=1)
-    keys = np.stack([nodes.cpu, nodes.mem, nodes.model, devices], axis=1)
-    type_of = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+    type_of = _types(nodes)[2]
     state = nodes.copy()
     pool = [list(m) for m in sh.members]
     for j in range(len(first)):
@@ -342,7 +340,7 @@ def device_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, max_iterations: in
     so the LP is optimal over all patterns when none prices out. Returns None when it did not
     converge within `max_iterations` (no bound is claimed then)."""
     sh = _gpu_shapes(tasks, arrived)
-    first, n_of_type = _types(nodes)
+    first, n_of_type, _ = _types(nodes)
     c_cap, m_cap = nodes.cpu[first], nodes.mem[first]
     g_cap = (nodes.gpu[first] >= 0).sum(axis=1)
     whole = sh.milli >= MILLI
@@ -415,7 +413,7 @@ def _knapsack(items: list[tuple[int, int, float]]) -> tuple[float, dict[int, int
     (binary splitting, up to what fits), each applied to the whole capacity vector at once; returns
     the value and the counts per shape."""
     best = np.zeros(MILLI + 1)
-    stages: list[tuple[int, int, np.ndarray]] = []  # (shape, copies, taken per capacity)
+    stages: list[tuple[int, int, int, np.ndarray]] = []  # (shape, copies, their milli-GPU, taken per capacity)
     for s, m, v in items:
         most, copies = MILLI // m, 1
         while most > 0:
@@ -424,15 +422,15 @@ def _knapsack(items: list[tuple[int, int, float]]) -> tuple[float, dict[int, int
             shifted[k * m:] = best[: MILLI + 1 - k * m] + k * v
             taken = shifted > best + 1e-12
             best = np.where(taken, shifted, best)
-            stages.append((s, k, taken))
+            stages.append((s, k, k * m, taken))
             most -= k
             copies *= 2
     counts: dict[int, int] = {}
     c = MILLI
-    for s, k, taken in reversed(stages):
+    for s, k, size, taken in reversed(stages):
         if taken[c]:
             counts[s] = counts.get(s, 0) + k
-            c -= k * int(next(m for t, m, _ in items if t == s))
+            c -= size
     return float(best[MILLI]), counts
 
 

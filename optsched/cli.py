@@ -497,7 +497,11 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
               help="list the cluster from this API server kubeconfig (else the state is pushed to PUT /v1/state)")]
           = None,
           in_cluster: Annotated[bool, typer.Option(help="list the cluster with the pod's service account")] = False,
-          poll: Annotated[float, typer.Option(help="seconds between listings of the API server")] = 5.0,
+          watch: Annotated[bool, typer.Option(
+              help="follow the API server with watches (list once, then its events); --no-watch lists the "
+                   "whole cluster every --poll seconds")] = True,
+          poll: Annotated[float, typer.Option(help="with --no-watch: seconds between listings of the API server")]
+          = 5.0,
           bind: Annotated[bool, typer.Option(help="answer the extender bind verb by creating Bindings")] = False,
           worker: Annotated[bool, typer.Option(
               help="solve state rounds in a worker process (the round does not hold the GIL extender calls need)")]
@@ -514,6 +518,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
         from optsched.model.io import parse_document
         from optsched.service import RoundSettings, ServiceSettings, create_app
         from optsched.service.source import api_binder, clients, poller
+        from optsched.service.watch import watcher
     except ImportError as exc:
         err.print(f"[bold red]missing[/]: {escape(str(exc))}; install it with pip install 'optsched[server,k8s]'")
         raise typer.Exit(2) from exc
@@ -527,7 +532,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
     source = binder = None
     if kubeconfig is not None or in_cluster:
         core, scheduling, custom = clients(None if kubeconfig is None else str(kubeconfig), in_cluster)
-        source = poller(core, scheduling, poll, custom)
+        source = watcher(core, scheduling, custom) if watch else poller(core, scheduling, poll, custom)
         binder = api_binder(core) if bind else None
     elif bind:
         err.print("[bold red]--bind needs API access[/]: give --kubeconfig or --in-cluster")

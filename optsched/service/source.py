@@ -11,6 +11,9 @@ retried at the next interval; the state keeps the last good one.
 `api_binder(core)` creates Bindings (`create_namespaced_binding`). `clients(kubeconfig,
 in_cluster)` builds both clients from a kubeconfig file or the pod's service account.
 
+`optsched serve` watches instead by default (`optsched.service.watch`: one listing, then watch
+events); the poller is its `--no-watch`.
+
 Without API access (the default of `optsched serve`), the state is pushed to the service instead:
 `PUT /v1/state` with a listing, `POST /v1/state/events` with watch events.
 """

@@ -3,7 +3,8 @@ PriorityClasses, Kueue's ClusterQueues, LocalQueues, ResourceFlavors, Cohorts an
 WorkloadPriorityClasses and Workloads, Volcano's PodGroups and Queues), kept up to date.
 
 The state holds the API objects (as API dicts) by identity, and takes changes three ways: a whole
-listing (`replace`: what a poll of the API server returns, or `PUT /v1/state`), watch events
+listing (`replace`: what a poll of the API server returns, or `PUT /v1/state`; `replace_kind` for
+one kind, what a watch re-lists after 410 Gone), watch events
 (`apply`: `{"type": "ADDED" | "MODIFIED" | "DELETED", "object": {...}}`, the API server's watch
 shape, or `POST /v1/state/events`), and the service's own bindings (`bind`: the pod is on its node
 from then on, before the API server says so). Every change bumps `generation`; a change a round
@@ -115,6 +116,29 @@ class ClusterState:
             changed = any(new[k] != old[k] for k in KINDS if k != "Pod") or \
                 {k for k, p in new["Pod"].items() if _pending(p)} != {k for k, p in old["Pod"].items() if _pending(p)}
             self._stores = new
+            self.generation += 1
+            self.pending_generation += changed or not self.loaded
+            self.loaded = True
+
+    def replace_kind(self, field: str, objects: Iterable[Any]) -> None:
+        """Replace the objects of one kind (by its listing field: `nodes`, `pods`, ...), the others
+        kept: what a watch re-lists after its resourceVersion expired (`optsched.service.watch`).
+        Raises `InputError` naming `<field>[i]` for an object without a name, or the field itself
+        when it is not one the state holds."""
+        kind = next((k for k, f in FIELDS.items() if f == field), None)
+        if kind is None:
+            raise InputError([InputIssue(field, "unknown_field", f"not one of {sorted(FIELDS.values())}")])
+        issues: list[InputIssue] = []
+        new = self._keyed(field, kind, objects, issues)
+        if issues:
+            raise InputError(issues)
+        with self._lock:
+            old = self._stores[kind]
+            if kind == "Pod":
+                changed = {k for k, p in new.items() if _pending(p)} != {k for k, p in old.items() if _pending(p)}
+            else:
+                changed = new != old
+            self._stores[kind] = new
             self.generation += 1
             self.pending_generation += changed or not self.loaded
             self.loaded = True

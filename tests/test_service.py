@@ -298,6 +298,27 @@ def test_the_round_loop_solves_when_the_state_changes() -> None:
         assert len(out["NodeNames"]) == 1  # the pod that came is now planned
 
 
+def test_state_rounds_read_again_only_what_changed() -> None:
+    """The runner's snapshot cache: objects with the same resourceVersion are not read again."""
+    nodes, pods = objects()
+    for i, obj in enumerate([*nodes, *pods]):
+        obj["metadata"]["resourceVersion"] = str(i + 1)
+    with service() as client:
+        client.put("/v1/state", json={"nodes": nodes, "pods": pods})
+        rounds = []
+        for _ in range(2):
+            assert client.post("/v1/state/round").status_code == 200
+            rounds.append(client.get("/v1/state").json()["round"])
+        late = API.sanitize_for_serialization(pod("late", gpus=1)) | {"kind": "Pod"}
+        late["metadata"]["resourceVersion"] = "9999"
+        client.post("/v1/state/events", json={"events": [{"type": "ADDED", "object": late}]})
+        assert client.post("/v1/state/round").status_code == 200
+        rounds.append(client.get("/v1/state").json()["round"])
+    assert [(r["nodes_reused"], r["pods_reused"]) for r in rounds] == [
+        (False, 0), (True, len(pods)), (True, len(pods))]
+    assert rounds[2]["pending"] + rounds[2]["bindings"] == rounds[1]["pending"] + rounds[1]["bindings"] + 1  # late
+
+
 def _wait_for_round(client: TestClient, number: int, timeout: float = 60.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -355,9 +355,11 @@ def _group_fits_somewhere(group: TaskGroup, shapes: list[NodeShape]) -> bool:
 
 def distinct_shapes(cluster: Cluster) -> list[NodeShape]:
     """One node or template per distinct (capacity, devices) shape, for the can-it-ever-fit test."""
-    seen: dict[str, NodeShape] = {}
+    seen: dict[tuple[object, ...], NodeShape] = {}
     for shape in [*cluster.nodes, *cluster.node_templates.values()]:
-        key = repr((sorted(shape.capacity.items()), shape.devices))
+        dev = shape.devices
+        key = (tuple(sorted(shape.capacity.items())),
+               None if dev is None else (dev.model, dev.count, tuple(dev.unhealthy)))
         seen.setdefault(key, shape)
     return list(seen.values())
 

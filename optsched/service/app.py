@@ -34,6 +34,7 @@ from fastapi.responses import JSONResponse, Response
 
 from optsched import __version__
 from optsched.errors import InputError, InputIssue
+from optsched.latency import gc_paused
 from optsched.service import extender
 from optsched.service.metrics import ServiceMetrics
 from optsched.service.requests import (
@@ -265,7 +266,8 @@ def create_app(settings: ServiceSettings | None = None, *, state: ClusterState |
         return {"generation": state.generation, "pending_generation": state.pending_generation, **state.counts(),
                 "round": None if current is None else {
                     "number": current.number, "generation": current.generation, "seconds": current.seconds,
-                    "snapshot_s": current.snapshot_s, "finished_at": current.finished_at,
+                    "snapshot_s": current.snapshot_s, "nodes_reused": current.reused[0],
+                    "pods_reused": current.reused[1], "finished_at": current.finished_at,
                     "bindings": len(current.actions["bindings"]), "evictions": len(current.actions["evictions"]),
                     "pending": len(current.actions["pending"]), "solver": current.plan.solver.name,
                     "status": current.plan.solver.status},
@@ -380,7 +382,8 @@ def _round(svc: Service, req: RoundRequest) -> JSONResponse:
         return JSONResponse({"error": f"busy: {settings.max_concurrent_rounds} round(s) running"}, status_code=503,
                             headers={"Retry-After": "1"})
     try:
-        p = compile_problem(cluster, queue, validate=False)
+        with gc_paused():  # as the snapshot and the solve (optsched.latency)
+            p = compile_problem(cluster, queue, validate=False)
         plan = solve_problem(p, solver=req.solver, objective=req.objective, time_limit=req.time_limit,
                              seed=req.seed, started=start)
         out: dict[str, Any] = {"plan": plan.model_dump(mode="json"), "summary": plan_summary(queue, plan)}

@@ -29,8 +29,9 @@ from typing import Any, Literal
 
 from optsched.adapters.kube.actions import Actions, actions
 from optsched.adapters.kube.config import KubeConfig
-from optsched.adapters.kube.snapshot import Snapshot, snapshot
+from optsched.adapters.kube.snapshot import Snapshot, SnapshotCache, snapshot
 from optsched.errors import InputError
+from optsched.latency import gc_paused
 from optsched.model.plan import Plan
 from optsched.service.metrics import ServiceMetrics
 from optsched.service.state import ClusterState
@@ -86,6 +87,8 @@ class Round:
     seconds: float
     """Seconds the round took: snapshot, compile, solve, actions."""
     snapshot_s: float
+    reused: tuple[bool, int]
+    """What the snapshot did not read again (`SnapshotCache`): whether the Nodes' read, and how many pods."""
     plan: Plan
     actions: dict[str, Any]
     """The actions that carry the plan out, as `Actions.to_dict()` gives them."""
@@ -140,23 +143,38 @@ class Solved:
     decisions: dict[PodKey, Decision]
     victims: dict[str, dict[str, list[str]]]
     snapshot_s: float
+    reused: tuple[bool, int]
+    """(the Nodes' read reused, pods not read again: `SnapshotCache`)."""
     counts: tuple[int, int, int]
     """Bindings, evictions, pods told why they wait."""
 
 
+_WORKER_CACHE = SnapshotCache()
+"""The snapshot cache of a worker process (`solve_in_worker`): each runner has a worker of its own."""
+
+
+def solve_in_worker(objects: dict[str, list[dict[str, Any]]], settings: RoundSettings, previous: Plan | None,
+                    spent: float) -> Solved:
+    """`solve_listing` in a worker process, with the worker's snapshot cache (it lives there)."""
+    return solve_listing(objects, settings, previous, spent, _WORKER_CACHE)
+
+
 def solve_listing(objects: dict[str, list[dict[str, Any]]], settings: RoundSettings, previous: Plan | None,
-                  spent: float) -> Solved:
+                  spent: float, cache: SnapshotCache | None = None) -> Solved:
     """Snapshot, compile and solve one listing, then derive its actions and per-pod decisions (in
     the service's process or its worker). `spent` is what the round already used (it counts against
-    the time limit). Only plain data comes back: the snapshot's documents stay where they were made."""
+    the time limit); `cache` is the previous round's snapshot cache (objects the API server has not
+    changed are not read again). Only plain data comes back: the snapshot's documents stay where
+    they were made."""
     from optsched.problem import compile_problem
     from optsched.solve import solve_problem
 
     start = time.perf_counter() - spent
     given: dict[str, Any] = objects  # the listing's fields are snapshot's argument names
-    snap = snapshot(**given, config=settings.kube)
+    snap = snapshot(**given, config=settings.kube, cache=cache)
     snapshot_s = time.perf_counter() - start
-    p = compile_problem(snap.cluster, snap.queue, validate=False)
+    with gc_paused():  # as the snapshot and the solve (optsched.latency)
+        p = compile_problem(snap.cluster, snap.queue, validate=False)
     plan = solve_problem(p, solver=settings.solver, objective=settings.objective, time_limit=settings.time_limit,
                          seed=settings.seed, started=start, initial_plan=previous)
     acts = actions(plan, snap)
@@ -167,6 +185,7 @@ def solve_listing(objects: dict[str, list[dict[str, Any]]], settings: RoundSetti
             node_of[(meta.get("namespace") or "default", str(meta.get("name")))] = str(spec["nodeName"])
     decisions, victims = index(plan, snap, acts, node_of)
     return Solved(plan=plan, actions=acts.to_dict(), decisions=decisions, victims=victims, snapshot_s=snapshot_s,
+                  reused=(cache.nodes_reused, cache.pods_reused) if cache is not None else (False, 0),
                   counts=(len(acts.bindings), len(acts.evictions), len(acts.pending)))
 
 
@@ -187,6 +206,8 @@ class RoundRunner:
         self._lock = threading.Lock()
         self._number = 0
         self._executor: ProcessPoolExecutor | None = None
+        self.cache = SnapshotCache()
+        """The snapshot cache of rounds solved in this process (a worker keeps its own)."""
 
     def _pool(self) -> ProcessPoolExecutor:
         """The worker process rounds are solved in (`RoundSettings.process`), started on first use
@@ -211,10 +232,10 @@ class RoundRunner:
             previous = self.current.plan if self.current is not None else None
             try:
                 if self.settings.process:
-                    solved = self._pool().submit(solve_listing, listing.objects, self.settings, previous,
+                    solved = self._pool().submit(solve_in_worker, listing.objects, self.settings, previous,
                                                  time.perf_counter() - start).result()
                 else:
-                    solved = solve_listing(listing.objects, self.settings, previous, 0.0)
+                    solved = solve_listing(listing.objects, self.settings, previous, 0.0, self.cache)
             except InputError as exc:
                 self._failed("input", str(exc), start)
                 self.last_input_error = exc
@@ -230,13 +251,14 @@ class RoundRunner:
             plan = solved.plan
             rnd = Round(number=self._number, generation=listing.generation,
                         pending_generation=listing.pending_generation, finished_at=time.time(), seconds=seconds,
-                        snapshot_s=solved.snapshot_s, plan=plan, actions=solved.actions,
+                        snapshot_s=solved.snapshot_s, reused=solved.reused, plan=plan, actions=solved.actions,
                         decisions=solved.decisions, victims=solved.victims)
             self.current = rnd
             self.last_error = self.last_input_error = None
             self.metrics.observe_round(plan, seconds, source="state")
-            LOG.info("round %d: %s %s in %.3f s (snapshot %.3f s): %d bindings, %d evictions, %d pods wait",
-                     rnd.number, plan.solver.name, plan.solver.status, seconds, solved.snapshot_s, *solved.counts)
+            LOG.info("round %d: %s %s in %.3f s (snapshot %.3f s, nodes reused: %s, pods reused: %d): %d bindings, "
+                     "%d evictions, %d pods wait", rnd.number, plan.solver.name, plan.solver.status, seconds,
+                     solved.snapshot_s, *solved.reused, *solved.counts)
             return rnd
 
     def _failed(self, status: str, message: str, start: float) -> None:

@@ -21,7 +21,7 @@ from optsched.adapters.kube.config import (
     TopologyLevel,
 )
 from optsched.adapters.kube.pods import Held, PodRef
-from optsched.adapters.kube.snapshot import Snapshot, snapshot
+from optsched.adapters.kube.snapshot import Snapshot, SnapshotCache, snapshot
 
 __all__ = [
     "DEVICES_ANNOTATION",
@@ -34,6 +34,7 @@ __all__ = [
     "PodPending",
     "PodRef",
     "Snapshot",
+    "SnapshotCache",
     "TopologyLevel",
     "actions",
     "snapshot",

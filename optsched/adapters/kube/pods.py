@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -86,6 +87,36 @@ class PodRead:
     total_count: int | None
     topology: dict[str, str] | None = None
     """The job's topology wish from Kueue's TAS annotations (`{"level": ..., "mode": ...}`)."""
+
+
+@dataclass
+class PodMemo:
+    """Pods read by an earlier `read_pods` call, by version (`pod_version`), kept for the next
+    call in the same context (config, nodes, priority classes, queues: `context`, which the
+    caller compares). A read that recorded a problem is not kept."""
+
+    context: Hashable = None
+    known: dict[Hashable, PodRead | None] = field(default_factory=dict)
+    reused: int = 0
+    """Pods taken from `known` by the last call."""
+
+
+def pod_version(obj: dict[str, Any]) -> Hashable | None:
+    """What identifies this version of a pod: its name, uid and `metadata.resourceVersion` (the
+    API server's: any change makes a new one), with its `spec.nodeName` and devices annotation,
+    which the service's own bindings set before the API server's next version. None without a
+    resourceVersion (such a pod is read every time)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    rv = meta.get("resourceVersion")
+    if not isinstance(rv, str) or not rv:
+        return None
+    spec = obj.get("spec")
+    annotations = meta.get("annotations")
+    return (meta.get("namespace"), meta.get("name"), meta.get("uid"), rv,
+            spec.get("nodeName") if isinstance(spec, dict) else None,
+            annotations.get(DEVICES_ANNOTATION) if isinstance(annotations, dict) else None)
 
 
 @dataclass
@@ -408,13 +439,32 @@ def _job_doc(job_id: str, pods: list[PodRead], groups: list[tuple[str, dict[str,
 def read_pods(objects: list[dict[str, Any]], config: KubeConfig, nodes: NodesRead,
               priority_classes: list[dict[str, Any]], now: float, problems: Problems,
               kueue: KueueRead | None = None, volcano: VolcanoRead | None = None,
-              minimums: dict[str, dict[str, int]] | None = None) -> PodsRead:
+              minimums: dict[str, dict[str, int]] | None = None, memo: PodMemo | None = None) -> PodsRead:
     """Read every pod into queued and running jobs; problems are recorded, not raised. With
     Kueue's objects, pending pods in no LocalQueue are held (Kueue does not admit them); with
     Volcano's PodGroups, a group admits from its `minMember` pods to all of them; `minimums` (job
-    key -> group -> fewest replicas: a Workload's `minCount`) lowers a group's minimum."""
+    key -> group -> fewest replicas: a Workload's `minCount`) lowers a group's minimum. With a
+    `memo` of the same context, a pod of the same version is not read again (`PodMemo`)."""
     classes = priority_values(priority_classes, problems)
-    pods = [p for obj in objects if (p := read_pod(obj, config, nodes, classes, problems, kueue, volcano)) is not None]
+    kept: dict[Hashable, PodRead | None] = {}
+
+    def read_one(obj: dict[str, Any]) -> PodRead | None:
+        version = pod_version(obj) if memo is not None else None
+        if memo is not None and version is not None and version in memo.known:
+            memo.reused += 1
+            got = kept[version] = memo.known[version]
+            return got
+        before = len(problems.issues)
+        got = read_pod(obj, config, nodes, classes, problems, kueue, volcano)
+        if version is not None and len(problems.issues) == before:
+            kept[version] = got
+        return got
+
+    if memo is not None:
+        memo.reused = 0
+    pods = [p for obj in objects if (p := read_one(obj)) is not None]
+    if memo is not None:
+        memo.known = kept
     seen: set[tuple[str, str]] = set()
     for p in pods:
         if (p.pod.namespace, p.pod.name) in seen:

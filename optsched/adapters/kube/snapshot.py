@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from optsched.adapters.documents import Problems, split_unsatisfiable, validate_read_cluster, validate_read_queue
 from optsched.adapters.kube.config import KubeConfig
 from optsched.adapters.kube.kueue import UNMANAGED, read_kueue
-from optsched.adapters.kube.nodes import read_nodes
+from optsched.adapters.kube.nodes import NodesRead, read_nodes
 from optsched.adapters.kube.objects import as_dict
-from optsched.adapters.kube.pods import Held, PodRef, read_pods
+from optsched.adapters.kube.pods import Held, PodMemo, PodRef, read_pods
 from optsched.adapters.kube.volcano import read_volcano, totals_of
 from optsched.adapters.kube.workloads import workload_pods
+from optsched.latency import gc_paused
 from optsched.model.cluster import Cluster, Tenant
 from optsched.model.queue import Queue
 
@@ -43,12 +44,57 @@ class Snapshot:
     """(namespace, name) of a pod read from a Workload's pod set (it does not exist) -> its job id."""
 
 
+@dataclass
+class SnapshotCache:
+    """What `snapshot` read in the last call given this cache, kept for the next: a service reads
+    its whole cluster every round, and most objects are the same as in the round before.
+
+    An object is the same when its name, uid and `metadata.resourceVersion` are (the API server
+    makes a new resourceVersion for every change), and for a Pod its `spec.nodeName` and devices
+    annotation too (the service's own bindings set them before the API server's next version).
+    The Nodes are read again unless every one of them is the same, and the pods that are the
+    same are not read again unless the config, a Node, a PriorityClass or one of Kueue's or
+    Volcano's objects changed. Objects without a resourceVersion are read every time; a read
+    that recorded a problem is not kept. Not thread-safe: one cache per round loop."""
+
+    nodes: tuple[Hashable, NodesRead] | None = None
+    pods: PodMemo = field(default_factory=PodMemo)
+    nodes_reused: bool = False
+    """Whether the last call reused the Nodes' read."""
+
+    @property
+    def pods_reused(self) -> int:
+        """Pods the last call did not read again."""
+        return self.pods.reused
+
+
+def _version(obj: dict[str, Any]) -> Hashable | None:
+    """(name, uid, resourceVersion) of an object, None without a resourceVersion."""
+    meta = obj.get("metadata")
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or not isinstance(rv, str) or not rv:
+        return None
+    return meta.get("namespace"), meta.get("name"), meta.get("uid"), rv
+
+
+def _versions(objects: list[dict[str, Any]]) -> tuple[Hashable, ...] | None:
+    """The versions of every object, None when one has none."""
+    out = []
+    for obj in objects:
+        v = _version(obj)
+        if v is None:
+            return None
+        out.append(v)
+    return tuple(out)
+
+
 def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any] = (), *,
              cluster_queues: Iterable[Any] = (), local_queues: Iterable[Any] = (),
              resource_flavors: Iterable[Any] = (), cohorts: Iterable[Any] = (),
              workload_priority_classes: Iterable[Any] = (), workloads: Iterable[Any] = (),
              pod_groups: Iterable[Any] = (),
-             queues: Iterable[Any] = (), config: KubeConfig | None = None, now: float | None = None) -> Snapshot:
+             queues: Iterable[Any] = (), config: KubeConfig | None = None, now: float | None = None,
+             cache: SnapshotCache | None = None) -> Snapshot:
     """Read Nodes, Pods and PriorityClasses (client models or API dicts) into a round; with
     Kueue's ClusterQueues (and LocalQueues, ResourceFlavors, Cohorts, WorkloadPriorityClasses:
     API dicts, as `CustomObjectsApi` lists them), its tenants, quotas and cohorts too
@@ -60,7 +106,23 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     creation and start times. Raises one `InputError` listing every problem, each naming its
     object (`Pod/<namespace>/<name>`, `Node/<name>`) and field. A pending pod that no node could
     ever hold is not an error (Kubernetes keeps it pending): it is held, with its reason.
+
+    With a `cache` (the previous call's, `SnapshotCache`), objects the API server has not changed
+    since are not read again: the same Snapshot, sooner.
     """
+    with gc_paused():  # reading makes no cyclic garbage: no collection need walk the listing
+        return _read(nodes, pods, priority_classes, cluster_queues=cluster_queues, local_queues=local_queues,
+                     resource_flavors=resource_flavors, cohorts=cohorts,
+                     workload_priority_classes=workload_priority_classes, workloads=workloads,
+                     pod_groups=pod_groups, queues=queues, config=config, now=now, cache=cache)
+
+
+def _read(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any], *,
+          cluster_queues: Iterable[Any], local_queues: Iterable[Any], resource_flavors: Iterable[Any],
+          cohorts: Iterable[Any], workload_priority_classes: Iterable[Any], workloads: Iterable[Any],
+          pod_groups: Iterable[Any], queues: Iterable[Any], config: KubeConfig | None, now: float | None,
+          cache: SnapshotCache | None) -> Snapshot:
+    """`snapshot`'s reading (the collector paused by the caller)."""
     config = config or KubeConfig()
     now = time.time() if now is None else now
     problems = Problems()
@@ -75,12 +137,31 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
                 problems.add(f"{kind}[{i}]", "", "type", str(exc))
         return out
 
-    read = read_nodes(docs("Node", nodes), config, problems)
+    node_docs = docs("Node", nodes)
+    config_key = config.model_dump_json() if cache is not None else None
+    node_versions = _versions(node_docs) if cache is not None else None
+    nodes_key = None if node_versions is None else (config_key, node_versions)
+    if cache is not None and nodes_key is not None and cache.nodes is not None and cache.nodes[0] == nodes_key:
+        read, cache.nodes_reused = cache.nodes[1], True
+    else:
+        before = len(problems.issues)
+        read = read_nodes(node_docs, config, problems)
+        if cache is not None:
+            cache.nodes_reused = False
+            cache.nodes = (nodes_key, read) if nodes_key is not None and len(problems.issues) == before else None
     cluster_queue_docs = docs("ClusterQueue", cluster_queues)
-    kueue = read_kueue(cluster_queue_docs, docs("LocalQueue", local_queues), docs("ResourceFlavor", resource_flavors),
-                       docs("Cohort", cohorts), docs("WorkloadPriorityClass", workload_priority_classes), config,
+    local_queue_docs, flavor_docs = docs("LocalQueue", local_queues), docs("ResourceFlavor", resource_flavors)
+    cohort_docs, wpc_docs = docs("Cohort", cohorts), docs("WorkloadPriorityClass", workload_priority_classes)
+    kueue = read_kueue(cluster_queue_docs, local_queue_docs, flavor_docs, cohort_docs, wpc_docs, config,
                        problems) if cluster_queue_docs else None
     groups, volcano_queues = docs("PodGroup", pod_groups), docs("Queue", queues)
+    class_docs = docs("PriorityClass", priority_classes)
+    if cache is not None:  # what a pod's read depends on besides the pod: its context
+        context = (nodes_key, *(_versions(d) for d in (cluster_queue_docs, local_queue_docs, flavor_docs, cohort_docs,
+                                                        wpc_docs, groups, volcano_queues, class_docs)))
+        if any(part is None for part in context) or context != cache.pods.context:
+            cache.pods.known = {}
+        cache.pods.context = context
     volcano = None
     if groups or volcano_queues:
         if kueue is not None:
@@ -96,8 +177,8 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
             problems.add("Workload", "", "requires", "Workloads need Kueue's ClusterQueues and LocalQueues")
         virtual_pods, minimums, workload_jobs = workload_pods(workload_docs, problems)
         pod_docs += virtual_pods
-    pods_read = read_pods(pod_docs, config, read, docs("PriorityClass", priority_classes), now, problems, kueue,
-                          volcano, minimums)
+    pods_read = read_pods(pod_docs, config, read, class_docs, now, problems, kueue, volcano, minimums,
+                          memo=cache.pods if cache is not None else None)
     problems.raise_if_any()
     assert read.topology is not None  # a node was read, else a problem was raised
     node_refs = [read.ref_of[n.id] for n in read.nodes]

@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from optsched.model.cluster import NODE_LEVEL, Cluster, Node, NodeShape
+from optsched.model.cluster import NODE_LEVEL, Cluster, NodeShape
 from optsched.model.queue import Job, Queue, TaskGroup, Toleration
 from optsched.model.references import validate_cluster, validate_queue
 
@@ -476,62 +476,84 @@ def _topology_fields(cluster: Cluster, shapes: list[NodeRow]) -> tuple[dict[str,
             "dom_parent": _ro(dom_parent), "uplink": _ro(uplink), "node_dom": _ro(node_dom)}, level_of
 
 
+def _shape_key(shape: NodeShape) -> tuple[object, ...]:
+    """What `_device_fields` reads of a node or template: nodes of equal keys compile alike."""
+    dev = shape.devices
+    return (tuple(shape.capacity.items()),
+            None if dev is None else (dev.model, dev.count, tuple(dev.unhealthy)),
+            None if shape.interconnect is None else tuple(tuple(g) for g in shape.interconnect))
+
+
+@dataclass(frozen=True)
+class _ShapeFields:
+    """`_device_fields` of one distinct node shape (`_shape_key`)."""
+
+    row: FArray
+    count: int
+    model: int
+    group_sizes: IArray
+    """Size of each interconnect group (the listed ones, then a group per device no group names)."""
+    local_group: IArray
+    """Per device: its group's position among the node's groups."""
+    healthy: BArray
+
+
+def _shape_fields(shape: NodeShape, r_index: dict[str, int], m_index: dict[str, int]) -> _ShapeFields:
+    dev = shape.devices
+    count = dev.count if dev else 0
+    inter = shape.interconnect if shape.interconnect is not None else [list(range(count))]
+    covered = {x for grp in inter for x in grp}
+    groups = [list(g) for g in inter if g] + [[x] for x in range(count) if x not in covered]
+    local_group = np.empty(count, dtype=np.int64)
+    for k, grp in enumerate(groups):
+        local_group[grp] = k
+    healthy = np.ones(count, dtype=bool)
+    if dev is not None and dev.unhealthy:
+        healthy[sorted(set(dev.unhealthy))] = False
+    return _ShapeFields(_node_shape_arrays(shape, r_index), count, m_index[dev.model] if dev else -1,
+                        np.array([len(g) for g in groups] if count else [], dtype=np.int64), local_group, healthy)
+
+
 def _device_fields(shapes: list[NodeRow], r_index: dict[str, int], m_index: dict[str, int],
                    n_resources: int) -> dict[str, Any]:
     """Per node: capacity, device model and count, largest interconnect group; per device (flat):
-    node, local index, group, model, health; per interconnect group: node and size."""
+    node, local index, group, model, health; per interconnect group: node and size. Computed once
+    per distinct shape (`_shape_key`: a cluster has few) and spread over the nodes in bulk."""
     n_nodes = len(shapes)
+    kinds: dict[tuple[object, ...], int] = {}
+    fields: list[_ShapeFields] = []
+    kind_l: list[int] = []
+    for (_, _, _, shape, _, _) in shapes:
+        key = _shape_key(shape)
+        k = kinds.get(key)
+        if k is None:
+            k = kinds[key] = len(fields)
+            fields.append(_shape_fields(shape, r_index, m_index))
+        kind_l.append(k)
+    kind = np.array(kind_l, dtype=np.int64)
     cap = np.zeros((n_nodes, n_resources))
-    node_model = np.full(n_nodes, -1, dtype=np.int64)
-    node_dev_count = np.zeros(n_nodes, dtype=np.int64)
-    node_max_group = np.zeros(n_nodes, dtype=np.int64)
-    dev_group_l: list[IArray] = []
-    dev_healthy_l: list[BArray] = []
-    group_node_l: list[int] = []
-    group_size_l: list[int] = []
-    shape_cache: dict[int, tuple[FArray, int, int, list[list[int]], set[int]]] = {}
-    for i, (_, _, _, shape, _, _) in enumerate(shapes):
-        key = id(shape) if not isinstance(shape, Node) else None
-        cached = shape_cache.get(key) if key is not None else None
-        if cached is None:
-            row = _node_shape_arrays(shape, r_index)
-            dev = shape.devices
-            count = dev.count if dev else 0
-            model = m_index[dev.model] if dev else -1
-            inter = shape.interconnect if shape.interconnect is not None else [list(range(count))]
-            covered = {x for grp in inter for x in grp}
-            inter = [list(g) for g in inter if g] + [[x] for x in range(count) if x not in covered]
-            bad = set(dev.unhealthy) if dev else set()
-            cached = (row, count, model, inter, bad)
-            if key is not None:
-                shape_cache[key] = cached
-        row, count, model, inter, bad = cached
-        cap[i] = row
-        node_model[i] = model
-        node_dev_count[i] = count
-        if count:
-            local_group = np.empty(count, dtype=np.int64)
-            for grp in inter:
-                local_group[grp] = len(group_node_l)
-                group_node_l.append(i)
-                group_size_l.append(len(grp))
-            node_max_group[i] = max(len(g) for g in inter)
-            dev_group_l.append(local_group)
-            h = np.ones(count, dtype=bool)
-            if bad:
-                h[list(bad)] = False
-            dev_healthy_l.append(h)
+    if n_nodes:
+        cap[:] = np.stack([f.row for f in fields])[kind]
+    node_model = np.array([f.model for f in fields], dtype=np.int64)[kind] if n_nodes else np.zeros(0, np.int64)
+    node_dev_count = np.array([f.count for f in fields], dtype=np.int64)[kind] if n_nodes else np.zeros(0, np.int64)
+    n_groups = np.array([len(f.group_sizes) for f in fields], dtype=np.int64)[kind] if n_nodes \
+        else np.zeros(0, np.int64)
+    node_max_group = np.array([int(f.group_sizes.max()) if len(f.group_sizes) else 0 for f in fields],
+                              dtype=np.int64)[kind] if n_nodes else np.zeros(0, np.int64)
+    group_start = np.concatenate([[0], np.cumsum(n_groups)[:-1]]).astype(np.int64)
+    group_node = np.repeat(np.arange(n_nodes, dtype=np.int64), n_groups)
+    group_size = np.concatenate([fields[k].group_sizes for k in kind_l]) if kind_l else np.zeros(0, np.int64)
     node_dev_start = np.concatenate([[0], np.cumsum(node_dev_count)[:-1]]).astype(np.int64)
     dev_node = np.repeat(np.arange(n_nodes, dtype=np.int64), node_dev_count)
     dev_local = (np.arange(len(dev_node), dtype=np.int64) - node_dev_start[dev_node]).astype(np.int64)
-    dev_group = np.concatenate(dev_group_l) if dev_group_l else np.zeros(0, dtype=np.int64)
-    dev_healthy = np.concatenate(dev_healthy_l) if dev_healthy_l else np.zeros(0, dtype=bool)
+    local = np.concatenate([fields[k].local_group for k in kind_l]) if kind_l else np.zeros(0, np.int64)
+    dev_group = (local + group_start[dev_node]).astype(np.int64)
+    dev_healthy = np.concatenate([fields[k].healthy for k in kind_l]) if kind_l else np.zeros(0, dtype=bool)
     return {"cap": _ro(cap), "node_model": _ro(node_model), "node_dev_start": _ro(node_dev_start),
             "node_dev_count": _ro(node_dev_count), "node_max_group": _ro(node_max_group),
             "dev_node": _ro(dev_node), "dev_local": _ro(dev_local), "dev_group": _ro(dev_group),
-            "dev_model": _ro(node_model[dev_node]), "dev_healthy": _ro(dev_healthy),
-            "group_node": _ro(np.array(group_node_l, dtype=np.int64)),
-            "group_size": _ro(np.array(group_size_l, dtype=np.int64))}
+            "dev_model": _ro(node_model[dev_node]), "dev_healthy": _ro(dev_healthy.astype(bool)),
+            "group_node": _ro(group_node), "group_size": _ro(group_size.astype(np.int64))}
 
 
 def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_index: dict[str, int],

@@ -6,8 +6,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
+from optsched.model.queue import Queue
 from optsched.problem import compile_problem
+from tests import strategies
 
 
 def test_arrays(example: Any) -> None:
@@ -36,3 +39,37 @@ def test_read_only(example: Any) -> None:
     p = compile_problem(c, q)
     with pytest.raises(ValueError):
         p.cap[0, 0] = 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(strategies.clusters(max_nodes=8))
+def test_device_arrays_read_each_node_as_its_document_says(c: Any) -> None:
+    """The device arrays, built once per distinct node shape and spread in bulk, against the
+    documents read node by node (slots of provisionable pools from their templates)."""
+    p = compile_problem(c, Queue(now=0.0, jobs=[]))
+    rows = [(n, n) for n in c.nodes]
+    for pool in c.pools:
+        if pool.provisionable:
+            rows += [(None, c.node_templates[pool.provisionable.template])] * pool.provisionable.max_nodes
+    assert p.n_nodes == len(rows)
+    group = 0
+    for i, (_, shape) in enumerate(rows):
+        count = shape.devices.count if shape.devices else 0
+        start = int(p.node_dev_start[i])
+        assert p.node_dev_count[i] == count
+        assert p.node_model[i] == (p.models.index(shape.devices.model) if shape.devices else -1)
+        for r, name in enumerate(p.resources):
+            assert p.cap[i, r] == shape.capacity.get(name, 0.0)
+        listed = [list(g) for g in (shape.interconnect or [list(range(count))]) if g]
+        named = {d for g in listed for d in g}
+        groups = listed + [[d] for d in range(count) if d not in named] if count else []
+        assert p.node_max_group[i] == max((len(g) for g in groups), default=0)
+        for k, members in enumerate(groups):
+            assert p.group_node[group + k] == i and p.group_size[group + k] == len(members)
+            for d in members:
+                assert p.dev_group[start + d] == group + k
+        group += len(groups)
+        for d in range(count):
+            assert p.dev_node[start + d] == i and p.dev_local[start + d] == d
+            assert p.dev_healthy[start + d] == (d not in (shape.devices.unhealthy if shape.devices else []))
+    assert len(p.group_node) == group and len(p.dev_node) == int(p.node_dev_count.sum())

@@ -177,3 +177,20 @@ def test_a_round_is_logged_not_printed(caplog: pytest.LogCaptureFixture, capsys:
     assert len(lines) == 1 and lines[0].startswith("round: best-fit heuristic")
     assert f"{len(plan.placements)} replicas placed" in lines[0]
     assert capsys.readouterr().out == ""
+
+
+def test_a_start_plan_that_meets_the_rounds_bound_is_optimal_not_a_fallback() -> None:
+    """The 1,280-node service cluster (benchmarks/service.py): at 1 s `auto` takes cpsat's
+    neighbourhoods, which cannot beat the start plan because it already admits the bound's value."""
+    pytest.importorskip("kubernetes")
+    from benchmarks.service import CONFIG, cluster
+    from optsched.adapters.kube import KubeConfig, snapshot
+    from optsched.solvers.contract import OPTIMAL_GAP
+
+    snap = snapshot(*cluster(), config=KubeConfig.model_validate(CONFIG))
+    plan = solve(snap.cluster, snap.queue, solver="cpsat", time_limit=1.0)
+    assert check(snap.cluster, snap.queue, plan) == []
+    st = plan.solver
+    assert st.gap is not None and st.gap <= OPTIMAL_GAP
+    assert st.status == "optimal" and st.reason is not None
+    assert st.reason.startswith("the start plan meets the round's bound") or st.route == "whole model"

@@ -20,7 +20,7 @@ SolverStatus = Literal["optimal", "feasible", "fallback", "timeout_no_improvemen
 
 STATUS_MEANING: dict[str, str] = {
     "optimal": "the model solved (on large rounds a restriction of the round) was proven optimal; for the "
-               "domain model, the plan meets the round's bound",
+               "domain model or a start plan, the plan meets the round's bound on admitted value",
     "feasible": "a model's plan, not proven optimal (`gap` says how far at most): the domain model's, or a "
                 "node-level model's better than the start plan",
     "fallback": "no model plan beat the start plan within the limit; the best baseline is returned",

@@ -18,6 +18,10 @@ from optsched.model.plan import Plan
 from optsched.objective import ObjectiveSpec
 from optsched.problem import Problem
 
+OPTIMAL_GAP = 1e-6
+"""A plan whose gap to a bound of the whole round is at most this is reported `optimal`: no plan
+admits more value (what the later terms of a lexicographic objective would decide is not claimed)."""
+
 
 @dataclass(frozen=True)
 class RunSpec:

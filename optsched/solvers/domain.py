@@ -38,7 +38,7 @@ from optsched.model.plan import Plan
 from optsched.model.stats import DomainStats, SolverStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
-from optsched.solvers.contract import RunSpec, SolverInfo
+from optsched.solvers.contract import OPTIMAL_GAP, RunSpec, SolverInfo
 from optsched.solvers.greedy import solve_greedy
 
 NO_EVICTION_PRICE = 1e4
@@ -222,7 +222,7 @@ def solve_domain(p: Problem, *, objective: ObjectiveSpec = None, time_limit: flo
             status, reason = "feasible", None
         terms = plan.objective or evaluate_problem(p, plan).objective()
         gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(bound, 1e-9))
-        if status == "feasible" and gap is not None and gap <= 1e-6:
+        if status == "feasible" and gap is not None and gap <= OPTIMAL_GAP:
             status = "optimal"
         solver = SolverStats(name="domain", status=status, bound=bound, gap=gap, wall_s=budget.elapsed(), seed=seed,
                              reason=reason, route="domain model", domain=stats)

@@ -25,6 +25,7 @@ from optsched.problem import JobSpec, Problem
 from optsched.roundmodel.decode import NOT_ADMITTED
 from optsched.solvers import guided
 from optsched.solvers.bound import ValueBound, relaxed_base, value_bound
+from optsched.solvers.contract import OPTIMAL_GAP
 from optsched.solvers.domain import MIP_STRETCH_SHARE, DomainRun, domain_share, run_domain
 from optsched.solvers.domain import fits as domain_fits
 from optsched.solvers.greedy import STRATEGIES
@@ -147,6 +148,12 @@ class Start:
         bounds = [b for b in (lp, model_bound, domain_bound) if b is not None]
         bound = min(bounds) if bounds else None
         gap = None if bound is None else max(0.0, (bound - terms["admitted_value"]) / max(abs(bound), 1e-9))
+        if status == "fallback" and gap is not None and gap <= OPTIMAL_GAP:
+            # the start plan meets the round's bound: no model could admit more, nothing fell back
+            status = "optimal"
+            why = fields.get("reason")
+            fields = {**fields, "reason": "the start plan meets the round's bound on admitted value"
+                                          + (f" ({why})" if why else "")}
         plan = explain_deferred(p, plan)
         stats = SolverStats(name=self.name, status=status, wall_s=self.budget.elapsed(), seed=self.seed,
                             bound=bound, gap=gap, start=StartStats(**self.found), **fields)

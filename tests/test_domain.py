@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from optsched import load_cluster, solve
 from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
-from optsched.domain.model import build_model, solve_model, value_bound
+from optsched.domain.assign import Assigned, assign
+from optsched.domain.model import DomainSolution, build_model, solve_model, value_bound
 from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Queue
@@ -133,6 +134,26 @@ def test_a_preemptor_is_placed_in_its_victims_room() -> None:
     on = {x.job: x.node for x in plan.placements}
     assert on == {"a-high": "n0", "b-1": "n1"}
     assert [(e.job, e.by, e.reason) for e in plan.evictions] == [("a-low", "a-high", "preempted")]
+
+
+def test_a_job_the_lp_rounded_in_short_of_its_minimum_is_placed_before_the_jobs_after_it() -> None:
+    """An LP solution rounds a gang in with bins for 1 of its 2 replicas. Its second replica goes
+    anywhere it may, at its turn: the lower-priority job after it does not take the node first
+    (which left the gang deferred, for capacity, in the pass that retries it anywhere)."""
+    gang = job("gang", "a", cpus=16, priority=100)
+    gang["groups"][0]["replicas"] = {"min": 2, "max": 2}
+    gang["gang"] = True
+    c = cluster([tenant("a", 64, cohort=None)], nodes=2)
+    p = compile_problem(c, Queue.model_validate({"jobs": [gang, job("small", "a", cpus=16, priority=0)]}))
+    m = build_model(p)
+    cell = int(m.cells.node_cell[p.node_index["n0"]])
+    sol = DomainSolution(status="optimal", admitted={0, 1}, replicas={(0, 0): {cell: 1}, (1, 0): {cell: 1}},
+                         value=1.0)
+    got = assign(p, m.cells, sol, deadline=time.perf_counter() + 30)
+    assert isinstance(got, Assigned)
+    assert not check_problem(p, got.plan)
+    assert sorted(x.node for x in got.plan.placements if x.job == "gang") == ["n0", "n1"]
+    assert [(d.job, d.reason) for d in got.plan.deferred] == [("small", "capacity")]
 
 
 def test_lost_work_price_follows_the_objective() -> None:

@@ -8,7 +8,9 @@ go to each cell or class, and which running jobs leave for which rule. Here:
    the other admitted jobs are placed, in priority order,
    each replica on the best-fit node (kube-scheduler MostAllocated, the placement engine of the
    baselines: every primitive is the validator's own) among the nodes of the bins the model gave
-   its group; a job that does not fit there is tried on every existing node it may use, then
+   its group (where the bins run out below the group's minimum, the LP having rounded the job in
+   with fewer replicas, the rest go anywhere); a job that does not fit there is tried on every
+   existing node it may use, then
    deferred with the engine's reason; the jobs the model left out are tried after them, on any
    existing node (a provisioning slot is opened only where the model put replicas: the plan
    provisions, per pool, up to the highest slot used);
@@ -86,7 +88,9 @@ class DomainEngine(GreedyEngine):
         """(whether the model placed the group, the nodes of its bins that still have replicas to
         take: the model's count per bin, less the group's replicas placed there). None nodes: no
         restriction, the open bins hold every node the group may use (the usual case for a class
-        bin), so the placement takes the fast path of an unrestricted replica."""
+        bin), so the placement takes the fast path of an unrestricted replica; also when the bins
+        are used up before the group's minimum (an LP solution rounds a job in with fewer
+        replicas than it needs: on mixed-cloud-10k 0-5 such jobs a seed, big gangs among them)."""
         bins = self.sol.replicas.get((job.index, group.index))
         if bins is None:
             return False, None
@@ -98,6 +102,10 @@ class DomainEngine(GreedyEngine):
                 b = int(node_bin[r.node])
                 taken[b] = taken.get(b, 0) + 1
         open_bins = tuple(sorted(b for b, count in bins.items() if taken.get(b, 0) < count))
+        if not open_bins and sum(taken.values()) < group.rmin:
+            # the model's bins are used up below the group's minimum (the LP rounded the job in
+            # with fewer replicas): the others anywhere it may go, before the jobs after it fill it
+            return True, None
         eligible = self.eligible_nodes(job, group)
         key = (open_bins, id(eligible))
         cached = self.masks.get(key)

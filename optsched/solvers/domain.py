@@ -158,7 +158,8 @@ class DomainRun:
 def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, stretch: float | None = None) -> DomainRun:
     """Build, solve (the LP, then the MIP where it fits) and assign the domain model, the plan
     ready by `until` (perf_counter seconds) when the estimates hold; by `stretch` (later) when the
-    MIP fits by then and not by `until`. The bound is the model's value
+    MIP fits by then and not by `until`. Where the MIP ran and time is left, the LP's rounding is
+    placed too and the better plan kept (`BOTH_PLACED_MARGIN`). The bound is the model's value
     LP: computed apart when lost work is priced (a priced objective's dual bounds value only
     loosely) and where the plan's solve leaves the provisioning slots out."""
     price = lost_price(goal)
@@ -176,13 +177,14 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, str
     if stretch is not None and left * MIP_SHARE < need <= (stretch - time.perf_counter() - reserve) * MIP_SHARE:
         until = stretch
         left = until - time.perf_counter() - reserve
+    rounded = None  # the LP's solution, kept to be placed too when the MIP's is and time allows
     if within is None and sol.value is not None and left * MIP_SHARE >= need:
         mip = solve_model(m, left * MIP_SHARE, integral=True, provision=provision)
         if mip.value is not None:
             bounds = [b for b in (mip.bound, sol.bound) if b is not None]
             mip.bound = min(bounds) if bounds else None
             mip.seconds += sol.seconds
-            sol, integral = mip, True
+            rounded, sol, integral = sol, mip, True
         else:
             sol.status = f"LP (the MIP: {mip.status})"
     t = time.perf_counter()
@@ -190,17 +192,45 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, str
     if sol.value is None:
         result = f"HiGHS found no solution of the domain model ({sol.status})"
     else:
-        result = assign(p, m.cells, sol, deadline=until)
-        if isinstance(result, Assigned):  # evaluated once, here: the plan carries its terms
-            plan = result.plan
-            result = Assigned(plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()}),
-                              result.kept_back)
+        result = _placed(p, m, sol, until)
+        if rounded is not None and isinstance(result, Assigned) \
+                and until - time.perf_counter() >= BOTH_PLACED_MARGIN * (time.perf_counter() - t):
+            # the LP's rounding placed too: placing loses more of one solution than of the other
+            # (benchmarks/results/domain-placement.md), and neither is better on every round
+            other = _placed(p, m, rounded, until)
+            if isinstance(other, Assigned) and _better(goal, other, result):
+                result, integral = other, False
+                rounded.bound = sol.bound
+                rounded.seconds = sol.seconds
+                rounded.status = f"LP, placed better than the MIP's solution ({sol.status})"
+                sol = rounded
     assign_s = time.perf_counter() - t
     if (price > LOST_WEIGHT or not provision) and sol.value is not None:
         # the bound after the plan (it only reports): where time is left, the value LP
         left = budget.end - time.perf_counter() - BOUND_FINISH_S
         sol.bound = value_bound(m, left) if left >= lp_least else None
     return DomainRun(m, sol, result, integral, assign_s, price)
+
+
+BOTH_PLACED_MARGIN = 1.5
+"""The LP's rounding is placed besides the MIP's solution only when this many times the first
+placement's time is left before the plan is due."""
+
+
+def _placed(p: Problem, m: DomainModel, sol: DomainSolution, until: float) -> Assigned | str:
+    """`assign` of a solution, its plan evaluated once (the plan carries its terms)."""
+    result = assign(p, m.cells, sol, deadline=until)
+    if isinstance(result, Assigned):
+        plan = result.plan
+        result = Assigned(plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()}),
+                          result.kept_back)
+    return result
+
+
+def _better(goal: Objective, a: Assigned, b: Assigned) -> bool:
+    """Whether plan `a` beats `b` under the objective (by its terms; ties keep `b`)."""
+    assert a.plan.objective is not None and b.plan.objective is not None
+    return goal.better(a.plan.objective, b.plan.objective)
 
 
 def solve_domain(p: Problem, *, objective: ObjectiveSpec = None, time_limit: float = 1.0, seed: int = 0,

@@ -113,3 +113,86 @@ def test_batched_rounds_stay_within_capacity_and_never_allocate_less_per_round(d
     assert nodes.gpu_milli - run.final.gpu_milli == run.allocated_milli[-1]
     assert nodes.cpu.sum() - run.final.cpu.sum() == tasks.cpu[order][run.placed].sum()
     assert stats.worst_gain_milli == 0  # no modelled round allocated less than its hint
+
+
+def _go_fragmentation(cpu: int, gpu: list[int], model: int, typical: Typical) -> float:
+    """The artifact's `NodeGpuShareFragAmountScore` as its Go code does it, node by node and task
+    by task (pkg/utils/frag.go): each amount into its category, the categories added in order."""
+    data = [0.0] * 7  # Q1, Q2, Q3, Q4, XL, XR, NA
+    free = [g for g in gpu if g >= 0]
+    left = sum(free)
+    for t in range(len(typical.freq)):
+        freq, milli, ngpu, tcpu = float(typical.freq[t]), int(typical.milli[t]), int(typical.ngpu[t]), int(typical.cpu[t])
+        if milli == 0:
+            data[4 if cpu >= tcpu else 5] += freq * float(left)
+            continue
+        named = bool(typical.allowed[t].any())
+        if not free or (named and not typical.allowed[t, max(model, 0)]):
+            data[6] += freq * float(left)
+            continue
+        hosts = sum(1 for g in free if g >= milli) >= ngpu
+        if hosts and cpu >= tcpu:
+            small = sum(g for g in free if g < milli)
+            data[1] += freq * float(small)
+            data[2] += freq * float(left - small)
+        elif hosts:
+            data[3] += freq * float(left)
+        else:
+            data[1 if cpu >= tcpu else 0] += freq * float(left)
+    out = 0.0
+    for i in (0, 1, 3, 4, 5, 6):
+        out += data[i]
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_fragmentation_adds_as_the_artifact_does_to_the_last_bit(data: st.DataObject) -> None:
+    """`fragmentation` equals the Go code's sum exactly (==, not approx): FGD's score truncates a
+    sigmoid of the drop in F, so one ulp moves a task (cpu250 seed 42 in tests/test_artifact.py)."""
+    n_typ = data.draw(st.integers(1, 12))
+    counts = data.draw(st.lists(st.integers(1, 400), min_size=n_typ, max_size=n_typ))
+    freq = np.array(counts, dtype=float) / 977.0 / (float(sum(counts)) / 977.0)
+    milli = data.draw(st.lists(st.sampled_from([0, 50, 160, 190, 230, 470, 810, 1000]), min_size=n_typ,
+                               max_size=n_typ))
+    ngpu = [0 if m == 0 else (data.draw(st.sampled_from([1, 2, 4])) if m == 1000 else 1) for m in milli]
+    cpu_t = data.draw(st.lists(st.integers(1, 40).map(lambda c: c * 1000 + 150), min_size=n_typ, max_size=n_typ))
+    allowed = np.array(data.draw(st.lists(st.lists(st.booleans(), min_size=2, max_size=2), min_size=n_typ,
+                                          max_size=n_typ)), dtype=bool)
+    typical = Typical(np.array(cpu_t, dtype=np.int64), np.array(ngpu, dtype=np.int64), np.array(milli, dtype=np.int64),
+                      allowed, freq)
+    rows = data.draw(st.lists(st.lists(st.sampled_from([-1, 0, 60, 190, 210, 680, 1000]), min_size=8, max_size=8),
+                              min_size=1, max_size=6))
+    gpu = np.array(rows, dtype=np.int64)
+    cpu = np.array(data.draw(st.lists(st.integers(0, 96_000), min_size=len(rows), max_size=len(rows))),
+                   dtype=np.int64)
+    model = np.array(data.draw(st.lists(st.integers(0, 1), min_size=len(rows), max_size=len(rows))), dtype=np.int64)
+    got = fragmentation(cpu, gpu, model, typical)
+    for r in range(len(rows)):
+        assert got[r] == _go_fragmentation(int(cpu[r]), rows[r], int(model[r]), typical)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1000, 4000, 8000, 12500]), st.sampled_from([0, 1, 2]),
+                          st.sampled_from([0, 230, 470, 1000])), min_size=20, max_size=300))
+def test_typical_popularity_is_the_artifact_s_float(rows: list[tuple[int, int, int]]) -> None:
+    """`typical_tasks(artifact=True)`'s popularities are the Go code's floats (GetTypicalPods):
+    count / total, then over (cumulative count / total) when the list is cut."""
+    a = np.array([(c, g if m else 0, m if g else 0) for c, g, m in rows], dtype=np.int64)
+    tasks = Tasks(a[:, 0], np.zeros(len(a), dtype=np.int64), a[:, 1], a[:, 2], np.ones((len(a), 1), dtype=bool),
+                  tuple("" for _ in rows))
+    typical = typical_tasks(tasks, artifact=True)
+    counts: dict[tuple[int, int, int], int] = {}
+    for c, g, m in a.tolist():
+        counts[(c, m, g)] = counts.get((c, m, g), 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+    total = float(len(rows))
+    expected = 95 * total / 100.0
+    cum, i = 0.0, 0
+    while cum < expected:
+        cum += float(ranked[i][1])
+        i += 1
+    want = [float(n) / total for _, n in ranked[:i]]
+    if i < len(ranked):
+        want = [w / (cum / total) for w in want]
+    assert typical.freq.tolist() == want

@@ -188,26 +188,48 @@ def typical_tasks(tasks: Tasks, threshold: float = 0.95, step: int = 1, with_cpu
         _, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
         order = np.lexsort((np.arange(len(counts)), -counts))  # most popular first
         task_of = rows_all
+    total = float(len(rows_all))
+    # the artifact's float expressions (pkg/utils/frag.go `GetTypicalPods`): FGD's scores truncate,
+    # so a last bit of a popularity can move a task (module docstring of `fragmentation`)
+    expected = round(threshold * 100) * total / 100.0 if artifact else threshold * len(rows_all)
     cum, take = 0, 0
-    while cum < threshold * len(rows_all) and take < len(order):
+    while cum < expected and take < len(order):
         nxt = min(take + step, len(order))
         cum += int(counts[order[take:nxt]].sum())
         take = nxt
     pick = order[:take]
     rows = task_of[first[pick]]
-    freq = counts[pick] / counts[pick].sum()
+    if not artifact:
+        freq = counts[pick] / counts[pick].sum()
+    elif take >= len(order):  # every shape typical: no renormalisation
+        freq = counts[pick] / total
+    else:
+        freq = (counts[pick] / total) / (float(cum) / total)
     return Typical(tasks.cpu[rows], tasks.ngpu[rows], tasks.milli[rows], tasks.allowed[rows], freq.astype(float))
+
+
+FRAG_BUCKETS = (0, 1, 3, 4, 5, 6)
+"""The artifact's fragment categories in the order `FragAmountSumExceptQ3` adds them (pkg/utils/frag.go
+`FragRatioDataMap`): Q1 lack both, Q2 lack GPU, (Q3 satisfied: not a fragment), Q4 lack CPU, XL and
+XR (a CPU-only typical task with and without the CPU it asks), no access."""
 
 
 def fragmentation(cpu: IArray, gpu: IArray, model: IArray, typical: Typical) -> FArray:
     """F per row (a node state): sum over typical tasks t of freq_t x the free milli-GPU t cannot
     use there: all of it when t asks no GPU or cannot run there (its model, too few devices with
     enough free, or too little CPU), else the devices with less free than t's share (FGD's
-    `NodeGpuShareFragAmountScore`)."""
+    `NodeGpuShareFragAmountScore`).
+
+    Added as the artifact adds it, to the last bit: each task's amount into its category
+    (`FRAG_BUCKETS`: `NodeGpuShareFragAmount`, a satisfied task's small devices into Q2), in task
+    order, then the categories in their order. FGD's score truncates a sigmoid of the difference
+    of two such sums, so a difference of one ulp (a task moving between categories with the same
+    amount) turns a score of 50 into 49: on cpu250 seed 42 a single-task sum put a CPU-only task
+    on a node the artifact scored 49 (a trace of the artifact's run)."""
     free = np.where(gpu > 0, gpu, 0)
     total = free.sum(axis=1).astype(float)
     has_gpu: BArray = np.asarray((gpu >= 0).any(axis=1))
-    # every (row, typical task) at once, then summed over the tasks in their order, as FGD adds them
+    # every (row, typical task) at once
     enough = free[:, None, :] >= typical.milli[None, :, None]
     small = np.where(enough, 0, free[:, None, :]).sum(axis=2)
     if typical.allowed.shape[1]:
@@ -215,12 +237,19 @@ def fragmentation(cpu: IArray, gpu: IArray, model: IArray, typical: Typical) -> 
         access = has_gpu[:, None] & (typical.allowed[:, np.maximum(model, 0)].T | ~named[None, :])
     else:
         access = np.repeat(has_gpu[:, None], len(typical.freq), axis=1)
-    fits = access & (enough.sum(axis=2) >= typical.ngpu[None, :]) & (cpu[:, None] >= typical.cpu[None, :])
-    fits &= (typical.milli > 0)[None, :]  # a CPU task uses no GPU: all of it is fragment for it
-    per_task = typical.freq[None, :] * np.where(fits, small, total[:, None])
+    cpu_ok = cpu[:, None] >= typical.cpu[None, :]
+    hosts = enough.sum(axis=2) >= typical.ngpu[None, :]
+    asks_gpu = (typical.milli > 0)[None, :]
+    satisfied = access & hosts & cpu_ok & asks_gpu  # Q3: only its small devices are fragment (to Q2)
+    per_task = typical.freq[None, :] * np.where(satisfied, small, total[:, None])
     if not per_task.shape[1]:
         return np.zeros(len(cpu))
-    return np.cumsum(per_task, axis=1)[:, -1]  # added in task order, one at a time (np.sum pairs them)
+    bucket = np.where(~asks_gpu, np.where(cpu_ok, 4, 5),
+                      np.where(~access, 6, np.where(hosts, np.where(cpu_ok, 1, 3), np.where(cpu_ok, 1, 0))))
+    out = np.zeros(len(cpu))
+    for b in FRAG_BUCKETS:  # each category summed in task order (x + 0.0 is x), then added in order
+        out = out + np.cumsum(np.where(bucket == b, per_task, 0.0), axis=1)[:, -1]
+    return out
 
 
 @dataclass
@@ -386,7 +415,8 @@ def _fgd_scores(state: Nodes, tasks: Tasks, i: int, nodes: IArray, typical: Typi
     gpu = state.gpu[nodes]
     rows, node = _after(gpu, ngpu, milli)
     after = fragmentation(state.cpu[nodes][node] - tasks.cpu[i], rows, state.model[nodes][node], typical)
-    s = np.floor(100.0 / (1.0 + np.exp(-(frag[nodes][node] - after) / 1000.0)))
+    # the artifact's int64(sigmoid(x) * 100), x the drop in F over 1000: the same floats
+    s = np.floor(1.0 / (1.0 + np.exp(-(frag[nodes][node] - after) / 1000.0)) * 100.0)
     if bestfit or (ngpu == 0 and cpu_bestfit):  # half best-fit's measure in [0, 1]: fuller after, higher
         gpu_free = np.where(rows > 0, rows, 0).sum(axis=1)
         s = s + 0.5 * (1.0 - _left_after(state.cpu[nodes][node] - tasks.cpu[i], gpu_free))

@@ -1,7 +1,9 @@
 """The FGD artifact's protocol, per seed: optsched's policies against the published per-seed values.
 
-Run: `.venv/bin/python benchmarks/fgd_artifact.py [--fgd-seeds N] [--out DIR]`. Writes
-fgd-artifact.md into DIR (default ./optsched-results/; `make bench` passes benchmarks/results).
+Run: `.venv/bin/python benchmarks/fgd_artifact.py [--fgd-seeds N] [--out DIR] [--traces DIR --name F]`.
+Writes fgd-artifact.md (or `--name`) into DIR (default ./optsched-results/; `make bench` passes
+benchmarks/results). `--traces` reads the CSVs from another folder: the artifact repository's own
+data/csv also holds the gpuspec and multigpu traces (fgd-artifact-gpuspec-multigpu.md was run so).
 
 Per workload whose trace is in ../shared/data/alibaba-gpu-v2023 and whose results are in
 fgd-results/ (analysis_allo_discrete.csv), and per seed 42-51: the order, inflation and tie order
@@ -39,20 +41,25 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fgd-seeds", type=int, default=10, help="seeds of fgd per workload (from 42)")
     ap.add_argument("--workloads", default="", help="comma-separated trace names (default: every one available)")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="folder for fgd-artifact.md")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="folder for the report")
+    ap.add_argument("--traces", type=Path, default=None,
+                    help="folder of openb CSVs (default: ../shared/data/alibaba-gpu-v2023; the artifact's own data/csv "
+                         "holds the gpuspec and multigpu traces too)")
+    ap.add_argument("--name", default="fgd-artifact.md", help="file name of the report")
     args = ap.parse_args()
     root = data_dir()
+    trace_dir = args.traces or root / "alibaba-gpu-v2023"
     published: dict[tuple[str, str, int], dict[str, str]] = {}
     with open(root / "fgd-results" / "analysis_allo_discrete.csv", newline="") as fh:
         for r in csv.DictReader(fh):
             published[(r["workload"], r["sc_policy"], int(r["seed"]))] = r
-    traces = sorted({w for w, _, _ in published if (root / "alibaba-gpu-v2023" / f"{w}.csv").exists()})
+    traces = sorted({w for w, _, _ in published if (trace_dir / f"{w}.csv").exists()})
     if args.workloads:
         traces = [t for t in traces if t in args.workloads.split(",")]
-    nodes = load_nodes(root / "alibaba-gpu-v2023" / "openb_node_list_gpu_node.csv")
+    nodes = load_nodes(trace_dir / "openb_node_list_gpu_node.csv")
     rows, summary = [], []
     for trace in traces:
-        tasks = load_tasks(root / "alibaba-gpu-v2023" / f"{trace}.csv", nodes.models)
+        tasks = load_tasks(trace_dir / f"{trace}.csv", nodes.models)
         typical = typical_tasks(tasks, artifact=True)
         for policy, ref in POLICIES.items():
             seeds = SEEDS[: args.fgd_seeds] if policy == "fgd" else SEEDS
@@ -70,26 +77,30 @@ def main() -> None:
                              "yes" if same else f"{got[1] - want[1]:+.2f}", round(wall, 1)])
                 print(rows[-1], flush=True)
             summary.append([trace, policy, f"{equal} of {len(seeds)}"])
-    sweep = start_draws_sweep(root, nodes, published)
+    sweep = start_draws_sweep(trace_dir, nodes, published) if "openb_pod_list_default" in traces else []
     text = "\n".join([
         "# The FGD artifact's protocol, per seed (benchmarks/fgd_artifact.py)",
         "",
         f"{dt.date.today()}, {machine()}. Order, inflation and node tie order from Go's math/rand as the",
         "artifact draws them (`optsched.sim.artifact`); allocation % measured as the artifact measures it",
         "(`Run.allocation_artifact`); published = the FGD authors' per-seed value (fgd-results,",
-        "analysis_allo_discrete.csv). Equal: both loads to the published two decimals.",
+        "analysis_allo_discrete.csv). Equal: both loads to the published two decimals. Traces read from "
+        f"`{args.traces or '../shared/data/alibaba-gpu-v2023'}`.",
         "",
         "## Per-seed equality",
         "",
         table(["workload", "policy", "seeds equal at 100% and 130%"], summary),
         "",
-        "## The scheduler's start draws",
-        "",
-        "BestFit on the default trace, seeds 42-43, with n draws between the tuning and `rand.Perm` (the",
-        f"artifact's scheduler start; `SCHEDULER_START_DRAWS` = {SCHEDULER_START_DRAWS}): ours minus published, pp.",
-        "",
-        table(["draws", "seed 42 at 100%", "seed 42 at 130%", "seed 43 at 100%", "seed 43 at 130%"], sweep),
-        "",
+        *([
+            "## The scheduler's start draws",
+            "",
+            "BestFit on the default trace, seeds 42-43, with n draws between the tuning and `rand.Perm` (the",
+            f"artifact's scheduler start; `SCHEDULER_START_DRAWS` = {SCHEDULER_START_DRAWS}): ours minus published,",
+            "pp.",
+            "",
+            table(["draws", "seed 42 at 100%", "seed 42 at 130%", "seed 43 at 100%", "seed 43 at 130%"], sweep),
+            "",
+        ] if sweep else []),
         "## Every run",
         "",
         table(["workload", "policy", "seed", "ours 100%", "published 100%", "ours 130%", "published 130%", "equal",
@@ -97,16 +108,16 @@ def main() -> None:
         "",
     ])
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "fgd-artifact.md"
+    path = args.out / args.name
     path.write_text(text)
     print(f"wrote {path}")
 
 
-def start_draws_sweep(root: Path, nodes: Nodes, published: dict[tuple[str, str, int], dict[str, str]]
+def start_draws_sweep(trace_dir: Path, nodes: Nodes, published: dict[tuple[str, str, int], dict[str, str]]
                       ) -> list[list[object]]:
     """BestFit on the default trace, seeds 42-43, with 0-15 start draws: ours minus published."""
     trace = "openb_pod_list_default"
-    tasks = load_tasks(root / "alibaba-gpu-v2023" / f"{trace}.csv", nodes.models)
+    tasks = load_tasks(trace_dir / f"{trace}.csv", nodes.models)
     rows: list[list[object]] = []
     for draws in range(16):
         row: list[object] = [draws]

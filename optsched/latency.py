@@ -11,8 +11,14 @@ postponed then runs outside its clock.
 
 from __future__ import annotations
 
+import functools
 import gc
+from collections.abc import Callable
 from types import TracebackType
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class gc_paused:
@@ -31,3 +37,16 @@ class gc_paused:
                  trace: TracebackType | None) -> None:
         if self.was_enabled:
             gc.enable()
+
+
+def without_gc(func: Callable[P, R]) -> Callable[P, R]:
+    """`func` with the collector paused while it runs (a fresh `gc_paused` per call, so calls from
+    several threads restore it correctly): for work that makes no cyclic garbage over a large
+    round, such as reading a cluster's objects or compiling a problem."""
+
+    @functools.wraps(func)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        with gc_paused():
+            return func(*args, **kwargs)
+
+    return paused

@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from optsched.latency import without_gc
 from optsched.model.cluster import NODE_LEVEL, Cluster, NodeShape
 from optsched.model.queue import Job, Queue, TaskGroup, Toleration
 from optsched.model.references import validate_cluster, validate_queue
@@ -362,6 +363,7 @@ def _compile_job(job: Job, index: int, p_models: dict[str, int], model_speed: FA
         groups=tuple(groups), ratios=ratios, colocate=coloc, running=running, spec=job)
 
 
+@without_gc  # compiling makes no cyclic garbage (optsched.latency)
 def compile_problem(cluster: Cluster, queue: Queue | None = None, *, validate: bool = True) -> Problem:
     """Compile a cluster and queue into a `Problem`.
 
@@ -511,7 +513,7 @@ def _shape_fields(shape: NodeShape, r_index: dict[str, int], m_index: dict[str, 
     if dev is not None and dev.unhealthy:
         healthy[sorted(set(dev.unhealthy))] = False
     return _ShapeFields(_node_shape_arrays(shape, r_index), count, m_index[dev.model] if dev else -1,
-                        np.array([len(g) for g in groups] if count else [], dtype=np.int64), local_group, healthy)
+                        np.array([len(g) for g in groups], dtype=np.int64), local_group, healthy)
 
 
 def _device_fields(shapes: list[NodeRow], r_index: dict[str, int], m_index: dict[str, int],
@@ -531,15 +533,16 @@ def _device_fields(shapes: list[NodeRow], r_index: dict[str, int], m_index: dict
             fields.append(_shape_fields(shape, r_index, m_index))
         kind_l.append(k)
     kind = np.array(kind_l, dtype=np.int64)
-    cap = np.zeros((n_nodes, n_resources))
-    if n_nodes:
-        cap[:] = np.stack([f.row for f in fields])[kind]
-    node_model = np.array([f.model for f in fields], dtype=np.int64)[kind] if n_nodes else np.zeros(0, np.int64)
-    node_dev_count = np.array([f.count for f in fields], dtype=np.int64)[kind] if n_nodes else np.zeros(0, np.int64)
-    n_groups = np.array([len(f.group_sizes) for f in fields], dtype=np.int64)[kind] if n_nodes \
-        else np.zeros(0, np.int64)
-    node_max_group = np.array([int(f.group_sizes.max()) if len(f.group_sizes) else 0 for f in fields],
-                              dtype=np.int64)[kind] if n_nodes else np.zeros(0, np.int64)
+
+    def per_node(values: list[int]) -> IArray:
+        out: IArray = np.array(values, dtype=np.int64)[kind]
+        return out
+
+    cap = np.stack([f.row for f in fields])[kind] if fields else np.zeros((0, n_resources))
+    node_model = per_node([f.model for f in fields])
+    node_dev_count = per_node([f.count for f in fields])
+    n_groups = per_node([len(f.group_sizes) for f in fields])
+    node_max_group = per_node([max(f.group_sizes.tolist(), default=0) for f in fields])
     group_start = np.concatenate([[0], np.cumsum(n_groups)[:-1]]).astype(np.int64)
     group_node = np.repeat(np.arange(n_nodes, dtype=np.int64), n_groups)
     group_size = np.concatenate([fields[k].group_sizes for k in kind_l]) if kind_l else np.zeros(0, np.int64)
@@ -552,8 +555,8 @@ def _device_fields(shapes: list[NodeRow], r_index: dict[str, int], m_index: dict
     return {"cap": _ro(cap), "node_model": _ro(node_model), "node_dev_start": _ro(node_dev_start),
             "node_dev_count": _ro(node_dev_count), "node_max_group": _ro(node_max_group),
             "dev_node": _ro(dev_node), "dev_local": _ro(dev_local), "dev_group": _ro(dev_group),
-            "dev_model": _ro(node_model[dev_node]), "dev_healthy": _ro(dev_healthy.astype(bool)),
-            "group_node": _ro(group_node), "group_size": _ro(group_size.astype(np.int64))}
+            "dev_model": _ro(node_model[dev_node]), "dev_healthy": _ro(dev_healthy),
+            "group_node": _ro(group_node), "group_size": _ro(group_size)}
 
 
 def _tenant_fields(cluster: Cluster, queue: Queue, r_index: dict[str, int], m_index: dict[str, int],

@@ -119,8 +119,7 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         how far it got).
     """
     start = time.perf_counter()
-    with gc_paused():  # compiling makes no cyclic garbage either (optsched.latency)
-        p = compile_problem(cluster, queue)
+    p = compile_problem(cluster, queue)
     return solve_problem(p, solver=solver, objective=objective, time_limit=time_limit, seed=seed, started=start,
                          num_workers=num_workers, initial_plan=initial_plan, deterministic=deterministic)
 

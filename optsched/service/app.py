@@ -34,7 +34,6 @@ from fastapi.responses import JSONResponse, Response
 
 from optsched import __version__
 from optsched.errors import InputError, InputIssue
-from optsched.latency import gc_paused
 from optsched.service import extender
 from optsched.service.metrics import ServiceMetrics
 from optsched.service.requests import (
@@ -382,8 +381,7 @@ def _round(svc: Service, req: RoundRequest) -> JSONResponse:
         return JSONResponse({"error": f"busy: {settings.max_concurrent_rounds} round(s) running"}, status_code=503,
                             headers={"Retry-After": "1"})
     try:
-        with gc_paused():  # as the snapshot and the solve (optsched.latency)
-            p = compile_problem(cluster, queue, validate=False)
+        p = compile_problem(cluster, queue, validate=False)
         plan = solve_problem(p, solver=req.solver, objective=req.objective, time_limit=req.time_limit,
                              seed=req.seed, started=start)
         out: dict[str, Any] = {"plan": plan.model_dump(mode="json"), "summary": plan_summary(queue, plan)}

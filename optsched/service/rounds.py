@@ -31,7 +31,6 @@ from optsched.adapters.kube.actions import Actions, actions
 from optsched.adapters.kube.config import KubeConfig
 from optsched.adapters.kube.snapshot import Snapshot, SnapshotCache, snapshot
 from optsched.errors import InputError
-from optsched.latency import gc_paused
 from optsched.model.plan import Plan
 from optsched.service.metrics import ServiceMetrics
 from optsched.service.state import ClusterState
@@ -173,8 +172,7 @@ def solve_listing(objects: dict[str, list[dict[str, Any]]], settings: RoundSetti
     given: dict[str, Any] = objects  # the listing's fields are snapshot's argument names
     snap = snapshot(**given, config=settings.kube, cache=cache)
     snapshot_s = time.perf_counter() - start
-    with gc_paused():  # as the snapshot and the solve (optsched.latency)
-        p = compile_problem(snap.cluster, snap.queue, validate=False)
+    p = compile_problem(snap.cluster, snap.queue, validate=False)
     plan = solve_problem(p, solver=settings.solver, objective=settings.objective, time_limit=settings.time_limit,
                          seed=settings.seed, started=start, initial_plan=previous)
     acts = actions(plan, snap)

@@ -65,19 +65,25 @@ def list_custom(custom: Any) -> dict[str, list[Any]]:
     return out
 
 
+def served(custom: Any, group: str, plural: str, versions: tuple[str, ...],
+           **kwargs: Any) -> tuple[str, dict[str, Any]] | None:
+    """(version, listing) of the first of `versions` the API server serves for `plural` of
+    `group` (a 404 is a version not served, or the system not installed); None when none is.
+    `kwargs` go to the list call (`limit=1` to probe)."""
+    for version in versions:
+        try:
+            return version, custom.list_cluster_custom_object(group, version, plural, **kwargs)
+        except Exception as exc:
+            if getattr(exc, "status", None) != 404:
+                raise
+    return None
+
+
 def _list_group(custom: Any, group: str, kinds: tuple[tuple[str, str, tuple[str, ...]], ...]) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for field, plural, versions in kinds:
-        out[field] = []
-        for version in versions:
-            try:
-                answer = custom.list_cluster_custom_object(group, version, plural)
-            except Exception as exc:  # 404: not served in this version (or Kueue not installed)
-                if getattr(exc, "status", None) == 404:
-                    continue
-                raise
-            out[field] = list(answer.get("items", []))
-            break
+        got = served(custom, group, plural, versions)
+        out[field] = list(got[1].get("items", [])) if got is not None else []
     return out
 
 

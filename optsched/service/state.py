@@ -86,6 +86,14 @@ def _pending(pod: dict[str, Any] | None) -> bool:
     return not (isinstance(spec, dict) and spec.get("nodeName")) and phase not in ("Succeeded", "Failed")
 
 
+def _decides(kind: str, old: dict[Any, dict[str, Any]], new: dict[Any, dict[str, Any]]) -> bool:
+    """Whether replacing the objects of `kind` changes what a round would decide: any change but
+    to Pods, and for Pods a change of which ones are pending (`pending_generation`)."""
+    if kind != "Pod":
+        return new != old
+    return {k for k, p in new.items() if _pending(p)} != {k for k, p in old.items() if _pending(p)}
+
+
 class ClusterState:
     """Nodes, Pods, PriorityClasses and Kueue's objects by identity; thread-safe (module docstring)."""
 
@@ -112,9 +120,7 @@ class ClusterState:
         if issues:
             raise InputError(issues)
         with self._lock:
-            old = self._stores
-            changed = any(new[k] != old[k] for k in KINDS if k != "Pod") or \
-                {k for k, p in new["Pod"].items() if _pending(p)} != {k for k, p in old["Pod"].items() if _pending(p)}
+            changed = any(_decides(k, self._stores[k], new[k]) for k in KINDS)
             self._stores = new
             self.generation += 1
             self.pending_generation += changed or not self.loaded
@@ -133,11 +139,7 @@ class ClusterState:
         if issues:
             raise InputError(issues)
         with self._lock:
-            old = self._stores[kind]
-            if kind == "Pod":
-                changed = {k for k, p in new.items() if _pending(p)} != {k for k, p in old.items() if _pending(p)}
-            else:
-                changed = new != old
+            changed = _decides(kind, self._stores[kind], new)
             self._stores[kind] = new
             self.generation += 1
             self.pending_generation += changed or not self.loaded

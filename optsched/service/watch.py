@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from optsched.service.source import KUEUE_GROUP, KUEUE_KINDS, VOLCANO_GROUP, VOLCANO_KINDS
+from optsched.adapters.kube.objects import object_version
+from optsched.service.source import KUEUE_GROUP, KUEUE_KINDS, VOLCANO_GROUP, VOLCANO_KINDS, served
 from optsched.service.state import FIELDS, ClusterState
 
 LOG = logging.getLogger("optsched.service")
@@ -75,16 +76,9 @@ def custom_kinds(custom: Any) -> list[Watched]:
     out = []
     for group, kinds in ((KUEUE_GROUP, KUEUE_KINDS), (VOLCANO_GROUP, VOLCANO_KINDS)):
         for field, plural, versions in kinds:
-            for version in versions:
-                call = functools.partial(custom.list_cluster_custom_object, group, version, plural)
-                try:
-                    call(limit=1)
-                except Exception as exc:  # 404: not served in this version (or not installed)
-                    if getattr(exc, "status", None) == 404:
-                        continue
-                    raise
-                out.append(Watched(field, call))
-                break
+            got = served(custom, group, plural, versions, limit=1)
+            if got is not None:
+                out.append(Watched(field, functools.partial(custom.list_cluster_custom_object, group, got[0], plural)))
     return out
 
 
@@ -108,12 +102,6 @@ def official_stream(call: Callable[..., Any], **kwargs: Any) -> Iterator[dict[st
         return call(**kw)
 
     return watch.Watch().stream(plain, **kwargs)
-
-
-def _resource_version(obj: Any) -> str | None:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
-    return rv if isinstance(rv, str) else None
 
 
 def backoff(failures: int) -> float:
@@ -149,12 +137,12 @@ class Reflector:
                              allow_watch_bookmarks=True)
         for event in events:
             obj = event.get("raw_object", event.get("object"))
-            rv = _resource_version(obj)
+            version = object_version(obj)
             if event.get("type") != "BOOKMARK" and isinstance(obj, dict):
                 obj.setdefault("kind", KIND_OF[self.kind.field])
                 self.state.apply([{"type": event.get("type"), "object": obj}])
-            if rv is not None:
-                self.resource_version = rv
+            if version is not None:
+                self.resource_version = version[3]
             self.failures = 0
             if self.stop.is_set():
                 return

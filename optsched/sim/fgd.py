@@ -244,8 +244,9 @@ def fragmentation(cpu: IArray, gpu: IArray, model: IArray, typical: Typical) -> 
     per_task = typical.freq[None, :] * np.where(satisfied, small, total[:, None])
     if not per_task.shape[1]:
         return np.zeros(len(cpu))
+    # XL / XR for a CPU-only task; no access; Q2 with the CPU it asks (satisfied or not), else Q4 / Q1
     bucket = np.where(~asks_gpu, np.where(cpu_ok, 4, 5),
-                      np.where(~access, 6, np.where(hosts, np.where(cpu_ok, 1, 3), np.where(cpu_ok, 1, 0))))
+                      np.where(~access, 6, np.where(cpu_ok, 1, np.where(hosts, 3, 0))))
     out = np.zeros(len(cpu))
     for b in FRAG_BUCKETS:  # each category summed in task order (x + 0.0 is x), then added in order
         out = out + np.cumsum(np.where(bucket == b, per_task, 0.0), axis=1)[:, -1]

@@ -82,12 +82,16 @@ def _types(nodes: Nodes) -> tuple[IArray, IArray, IArray]:
     return first, count, type_of.reshape(-1)
 
 
+def _caps(nodes: Nodes, first: IArray) -> tuple[IArray, IArray, IArray]:
+    """Per node type (its `first` node): CPU, memory and devices."""
+    return nodes.cpu[first], nodes.mem[first], (nodes.gpu[first] >= 0).sum(axis=1)
+
+
 def allocation_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, time_limit: float = 10.0) -> Limit:
     """The limit (module docstring) for the tasks `arrived` (indices into `tasks`, repeats allowed:
     the protocol's inflation draws a task more than once) on the empty `nodes`."""
     first, n_of_type, _ = _types(nodes)
-    c_cap, m_cap = nodes.cpu[first], nodes.mem[first]
-    g_cap = (nodes.gpu[first] >= 0).sum(axis=1)
+    c_cap, m_cap, g_cap = _caps(nodes, first)
     t_model = nodes.model[first]
     keys = np.concatenate([np.stack([tasks.cpu, tasks.mem, tasks.ngpu, tasks.milli], axis=1)[arrived],
                            tasks.allowed[arrived].astype(np.int64)], axis=1)
@@ -196,10 +200,8 @@ def pattern_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, time_limit: float
     t0 = time.perf_counter()
     sh = _gpu_shapes(tasks, arrived)
     first, n_of_type, _ = _types(nodes)
-    c_cap, m_cap = nodes.cpu[first], nodes.mem[first]
-    g_cap = (nodes.gpu[first] >= 0).sum(axis=1)
-    fits = [np.flatnonzero((sh.cpu <= c_cap[j]) & (sh.mem <= m_cap[j]) & (sh.ngpu <= g_cap[j])
-                           & _model_ok(tasks, sh, nodes.model[first[j]])) for j in range(len(first))]
+    c_cap, m_cap, g_cap = _caps(nodes, first)
+    fits = [np.flatnonzero(column) for column in _shapes_fit(nodes, tasks, sh, first).T]
     columns: list[tuple[int, IArray]] = []
     pi, mu = np.zeros(len(sh.count)), np.zeros(len(first))
     best, master, iterations, lam = math.inf, 0.0, 0, np.zeros(0)
@@ -273,6 +275,14 @@ def _device_rows(sh: _Shapes, idx: IArray) -> list[IArray]:
     return [np.where(whole, k * sh.ngpu[idx], (k + 1) * sh.milli[idx] > MILLI) for k in SHARES_PER_DEVICE]
 
 
+def _shapes_fit(nodes: Nodes, tasks: Tasks, sh: _Shapes, first: IArray) -> np.ndarray:
+    """(shapes, types): whether one task of the shape fits an empty node of the type (its CPU,
+    memory, devices and model)."""
+    c_cap, m_cap, g_cap = _caps(nodes, first)
+    return np.stack([(sh.cpu <= c_cap[j]) & (sh.mem <= m_cap[j]) & (sh.ngpu <= g_cap[j])
+                     & _model_ok(tasks, sh, int(nodes.model[first[j]])) for j in range(len(first))], axis=1)
+
+
 def _model_ok(tasks: Tasks, sh: _Shapes, model: int) -> np.ndarray:
     """Per shape: whether a node of `model` is allowed (one member's allowed models stand for the shape)."""
     if not tasks.allowed.shape[1]:
@@ -341,11 +351,9 @@ def device_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, max_iterations: in
     converge within `max_iterations` (no bound is claimed then)."""
     sh = _gpu_shapes(tasks, arrived)
     first, n_of_type, _ = _types(nodes)
-    c_cap, m_cap = nodes.cpu[first], nodes.mem[first]
-    g_cap = (nodes.gpu[first] >= 0).sum(axis=1)
+    c_cap, m_cap, g_cap = _caps(nodes, first)
     whole = sh.milli >= MILLI
-    ok = np.stack([(sh.cpu <= c_cap[j]) & (sh.mem <= m_cap[j]) & (sh.ngpu <= g_cap[j])
-                   & _model_ok(tasks, sh, int(nodes.model[first[j]])) for j in range(len(first))], axis=1)
+    ok = _shapes_fit(nodes, tasks, sh, first)
     s_of, j_of = np.nonzero(ok)
     n_x, n_s, n_t = len(s_of), len(sh.count), len(first)
     if n_x == 0:
@@ -373,7 +381,7 @@ def device_limit(nodes: Nodes, tasks: Tasks, arrived: IArray, max_iterations: in
     patterns: list[tuple[int, dict[int, int]]] = []  # (type, share shape -> count)
     for (s, j) in pair_of:
         patterns.append((j, {s: int(MILLI // sh.milli[s])}))
-    gain = np.concatenate([(sh.gain[s_of]).astype(float)])
+    gain = sh.gain[s_of].astype(float)
     for _ in range(max_iterations):
         z_rows, z_cols, z_vals = [], [], []
         for c, (j, q) in enumerate(patterns):

@@ -58,6 +58,17 @@ def named(obj: dict[str, Any], kind: str, problems: Problems) -> tuple[str, str 
     return ref, name
 
 
+def object_version(obj: Any) -> tuple[Any, Any, Any, str] | None:
+    """(namespace, name, uid, `metadata.resourceVersion`) of an API dict: what identifies this
+    version of the object (the API server makes a new resourceVersion for every change); None
+    without a resourceVersion."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or not isinstance(rv, str) or not rv:
+        return None
+    return meta.get("namespace"), meta.get("name"), meta.get("uid"), rv
+
+
 def string_map(value: Any, ref: str, field: str, problems: Problems) -> dict[str, str]:
     """A map of strings to strings (labels, annotations, a node selector)."""
     if value is None:

@@ -41,7 +41,15 @@ from optsched.adapters.kube.config import (
 )
 from optsched.adapters.kube.kueue import PRIORITY_LABEL, QUEUE_LABEL, UNMANAGED, KueueRead
 from optsched.adapters.kube.nodes import NodesRead
-from optsched.adapters.kube.objects import first_key, in_units, quantity, reference, string_map, timestamp
+from optsched.adapters.kube.objects import (
+    first_key,
+    in_units,
+    object_version,
+    quantity,
+    reference,
+    string_map,
+    timestamp,
+)
 from optsched.adapters.kube.volcano import GROUP_ANNOTATION, PREEMPTABLE_ANNOTATION, VolcanoRead
 from optsched.model.base import PRIORITY_RANGE
 from optsched.model.cluster import RunningJob
@@ -102,20 +110,14 @@ class PodMemo:
 
 
 def pod_version(obj: dict[str, Any]) -> Hashable | None:
-    """What identifies this version of a pod: its name, uid and `metadata.resourceVersion` (the
-    API server's: any change makes a new one), with its `spec.nodeName` and devices annotation,
-    which the service's own bindings set before the API server's next version. None without a
-    resourceVersion (such a pod is read every time)."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
+    """What identifies this version of a pod (`object_version`), with its `spec.nodeName` and
+    devices annotation, which the service's own bindings set before the API server's next version.
+    None without a resourceVersion (such a pod is read every time)."""
+    version = object_version(obj)
+    if version is None:
         return None
-    rv = meta.get("resourceVersion")
-    if not isinstance(rv, str) or not rv:
-        return None
-    spec = obj.get("spec")
-    annotations = meta.get("annotations")
-    return (meta.get("namespace"), meta.get("name"), meta.get("uid"), rv,
-            spec.get("nodeName") if isinstance(spec, dict) else None,
+    spec, annotations = obj.get("spec"), obj["metadata"].get("annotations")
+    return (*version, spec.get("nodeName") if isinstance(spec, dict) else None,
             annotations.get(DEVICES_ANNOTATION) if isinstance(annotations, dict) else None)
 
 

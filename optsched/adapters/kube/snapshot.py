@@ -11,11 +11,11 @@ from optsched.adapters.documents import Problems, split_unsatisfiable, validate_
 from optsched.adapters.kube.config import KubeConfig
 from optsched.adapters.kube.kueue import UNMANAGED, read_kueue
 from optsched.adapters.kube.nodes import NodesRead, read_nodes
-from optsched.adapters.kube.objects import as_dict
+from optsched.adapters.kube.objects import as_dict, object_version
 from optsched.adapters.kube.pods import Held, PodMemo, PodRef, read_pods
 from optsched.adapters.kube.volcano import read_volcano, totals_of
 from optsched.adapters.kube.workloads import workload_pods
-from optsched.latency import gc_paused
+from optsched.latency import without_gc
 from optsched.model.cluster import Cluster, Tenant
 from optsched.model.queue import Queue
 
@@ -68,26 +68,18 @@ class SnapshotCache:
         return self.pods.reused
 
 
-def _version(obj: dict[str, Any]) -> Hashable | None:
-    """(name, uid, resourceVersion) of an object, None without a resourceVersion."""
-    meta = obj.get("metadata")
-    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
-    if not isinstance(meta, dict) or not isinstance(rv, str) or not rv:
-        return None
-    return meta.get("namespace"), meta.get("name"), meta.get("uid"), rv
-
-
 def _versions(objects: list[dict[str, Any]]) -> tuple[Hashable, ...] | None:
     """The versions of every object, None when one has none."""
     out = []
     for obj in objects:
-        v = _version(obj)
+        v = object_version(obj)
         if v is None:
             return None
         out.append(v)
     return tuple(out)
 
 
+@without_gc  # reading makes no cyclic garbage: no collection need walk the listing
 def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any] = (), *,
              cluster_queues: Iterable[Any] = (), local_queues: Iterable[Any] = (),
              resource_flavors: Iterable[Any] = (), cohorts: Iterable[Any] = (),
@@ -110,19 +102,6 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     With a `cache` (the previous call's, `SnapshotCache`), objects the API server has not changed
     since are not read again: the same Snapshot, sooner.
     """
-    with gc_paused():  # reading makes no cyclic garbage: no collection need walk the listing
-        return _read(nodes, pods, priority_classes, cluster_queues=cluster_queues, local_queues=local_queues,
-                     resource_flavors=resource_flavors, cohorts=cohorts,
-                     workload_priority_classes=workload_priority_classes, workloads=workloads,
-                     pod_groups=pod_groups, queues=queues, config=config, now=now, cache=cache)
-
-
-def _read(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterable[Any], *,
-          cluster_queues: Iterable[Any], local_queues: Iterable[Any], resource_flavors: Iterable[Any],
-          cohorts: Iterable[Any], workload_priority_classes: Iterable[Any], workloads: Iterable[Any],
-          pod_groups: Iterable[Any], queues: Iterable[Any], config: KubeConfig | None, now: float | None,
-          cache: SnapshotCache | None) -> Snapshot:
-    """`snapshot`'s reading (the collector paused by the caller)."""
     config = config or KubeConfig()
     now = time.time() if now is None else now
     problems = Problems()

@@ -90,7 +90,8 @@ class DomainEngine(GreedyEngine):
         restriction, the open bins hold every node the group may use (the usual case for a class
         bin), so the placement takes the fast path of an unrestricted replica; also when the bins
         are used up before the group's minimum (an LP solution rounds a job in with fewer
-        replicas than it needs: on mixed-cloud-10k 0-5 such jobs a seed, big gangs among them)."""
+        replicas than it needs: on mixed-cloud-10k 0-5 such jobs a seed in a one-off count, big gangs
+        among them)."""
         bins = self.sol.replicas.get((job.index, group.index))
         if bins is None:
             return False, None

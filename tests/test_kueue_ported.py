@@ -575,3 +575,121 @@ def test_kueue_hierarchical_cohort_case(name: str) -> None:
     assert {pl.job for pl in plan.placements} == case.want_admitted
     assert {ev.job: ev.reason for ev in plan.evictions} == case.preempted
     cpsat_no_worse_than_kueue(p, plan)
+
+
+# ---------------------------------------------------------------------------- fair sharing
+FAIR_CLUSTER_QUEUES = {
+    "a": cq("all", 3, within=LOWER, reclaim=ANY, bwc_threshold=-3),
+    "b": cq("all", 3, within=LOWER, reclaim=ANY, bwc_threshold=-3),
+    "c": cq("all", 3, within=LOWER, reclaim=ANY, bwc_threshold=-3),
+    "preemptible": cq("all", 0),
+}
+"""`baseCQs` of preemption_fair_test.go TestFairPreemptions: three ClusterQueues of 3 CPUs in
+cohort `all` (withinClusterQueue LowerPriority, reclaimWithinCohort Any, borrowWithinCohort
+LowerPriority up to priority -3, which fair sharing ignores) and `preemptible` with none."""
+
+
+@dataclass(frozen=True)
+class FairCase:
+    """A TestFairPreemptions case: admitted (name, ClusterQueue, priority, CPUs), the incoming
+    workload (ClusterQueue, priority, CPUs), Kueue's preempted set (`InClusterQueue`: preempted;
+    `InCohortReclamation`, `InCohortFairSharing`: reclaimed) and the strategies (None: Kueue's
+    default, S2-a then S2-b)."""
+
+    admitted: list[tuple[str, str, int, float]]
+    incoming: tuple[str, int, float]
+    preempted: dict[str, str] = field(default_factory=dict)
+    strategies: list[str] | None = None
+    queues: dict[str, dict[str, Any]] | None = None
+
+
+def _units(tenant: str, n: int, priority: int = 0, start: int = 1) -> list[tuple[str, str, int, float]]:
+    return [(f"{tenant}{i}", tenant, priority, 1.0) for i in range(start, start + n)]
+
+
+S2A, S2B = "less_than_or_equal_to_final_share", "less_than_initial_share"
+FAIR_CASES: dict[str, FairCase] = {
+    "reclaim nominal from user using the most": FairCase(
+        _units("a", 3) + _units("b", 5) + _units("c", 1), ("c", 0, 1), {"b1": "reclaimed"}),
+    "can reclaim from queue using less, if taking the latest workload from user using the most isn't enough": FairCase(
+        [("a1", "a", 0, 3), ("a2", "a", 0, 1), ("b1", "b", 0, 2), ("b2", "b", 0, 3)], ("c", 0, 3),
+        {"a1": "reclaimed"}),
+    "reclaim borrowable quota from user using the most": FairCase(
+        _units("a", 3) + _units("b", 5) + _units("c", 1), ("a", 0, 1), {"b1": "reclaimed"}),
+    "preempt one from each CQ borrowing": FairCase(
+        [("a1", "a", 0, 0.5), ("a2", "a", 0, 0.5), ("a3", "a", 0, 3), ("b1", "b", 0, 0.5), ("b2", "b", 0, 0.5),
+         ("b3", "b", 0, 3)], ("c", 0, 2), {"a1": "reclaimed", "b1": "reclaimed"}),
+    "can't preempt when everyone under nominal": FairCase(
+        _units("a", 3) + _units("b", 3) + _units("c", 3), ("c", 0, 1)),
+    "can't preempt when it would switch the imbalance": FairCase(_units("a", 3) + _units("b", 5), ("a", 0, 2)),
+    "can preempt lower priority workloads from same CQ": FairCase(
+        [("a1_low", "a", -1, 1), ("a2_low", "a", -1, 1), ("a3", "a", 0, 1), ("a4", "a", 0, 1)] + _units("b", 5),
+        ("a", 0, 2), {"a1_low": "preempted", "a2_low": "preempted"}),
+    "can preempt a combination of same CQ and highest user": FairCase(
+        [("a_low", "a", -1, 1), ("a2", "a", 0, 1), ("a3", "a", 0, 1)] + _units("b", 6), ("a", 0, 2),
+        {"a_low": "preempted", "b1": "reclaimed"}),
+    "preempt huge workload if there is no other option, as long as the target CQ gets a lower share": FairCase(
+        [("b1", "b", 0, 9)], ("a", 0, 2), {"b1": "reclaimed"}),
+    "can't preempt huge workload if the incoming is also huge": FairCase(
+        [("a1", "a", 0, 2), ("b1", "b", 0, 7)], ("a", 0, 5)),
+    "can't preempt 2 smaller workloads if the incoming is huge": FairCase(
+        [("b1", "b", 0, 2), ("b2", "b", 0, 2), ("b3", "b", 0, 3)], ("a", 0, 6)),
+    "preempt from target and others even if over nominal": FairCase(
+        [("a1_low", "a", -1, 2), ("a2_low", "a", -1, 1), ("b1", "b", 0, 3), ("b2", "b", 0, 3)], ("a", 0, 4),
+        {"a1_low": "preempted", "b1": "reclaimed"}),
+    "prefer to preempt workloads that don't make the target CQ have the biggest share": FairCase(
+        [("b1", "b", 0, 2), ("b2", "b", 0, 1), ("b3", "b", 0, 2), ("c1", "c", 0, 1)], ("a", 0, 3.5),
+        {"b2": "reclaimed"}),
+    "preempt from different cluster queues if the end result has a smaller max share": FairCase(
+        [("b1", "b", 0, 2), ("b2", "b", 0, 2.5), ("c1", "c", 0, 2), ("c2", "c", 0, 2.5)], ("a", 0, 3.5),
+        {"b1": "reclaimed", "c1": "reclaimed"}),
+    "scenario above does not flap": FairCase(
+        [("a1", "a", 0, 3.5), ("b2", "b", 0, 2.5), ("c2", "c", 0, 2.5)], ("b", 0, 2)),
+    "cannot preempt if it would make the candidate CQ go under nominal after preempting one element": FairCase(
+        [("b1", "b", 0, 3), ("b2", "b", 0, 3), ("c1", "c", 0, 3)], ("a", 0, 4)),
+    "workloads under priority threshold not capriciously preempted": FairCase(
+        _units("a", 3) + _units("b", 3) + [(f"preemptible{i}", "preemptible", -3, 1.0) for i in range(1, 4)],
+        ("a", 0, 2)),
+    "preempt lower priority first, even if big": FairCase(
+        [("a1", "a", 0, 3), ("b_low", "b", 0, 5), ("b_high", "b", 1, 1)], ("a", 0, 1), {"b_low": "reclaimed"},
+        strategies=[S2B]),
+    "preempt workload that doesn't transfer the imbalance, even if high priority": FairCase(
+        [("a1", "a", 0, 3), ("b_low", "b", 0, 5), ("b_high", "b", 1, 1)], ("a", 0, 1), {"b_high": "reclaimed"},
+        strategies=[S2A]),
+    "CQ with higher weight can preempt more": FairCase(
+        _units("a", 3) + _units("b", 6), ("a", 0, 2), {"b1": "reclaimed", "b2": "reclaimed"},
+        queues={"a": cq("all", 3, within=LOWER, reclaim=ANY) | {"weight": 2.0},
+                "b": cq("all", 3, within=LOWER, reclaim=ANY), "c": cq("all", 3, within=LOWER, reclaim=ANY)}),
+}
+"""Cases of preemption_fair_test.go TestFairPreemptions on one cohort and the `default` flavor
+(its CPUs as millicores of `cpu` quota). Left out: the ones with a fair-sharing weight of 0
+(optsched's weights are positive) and the hierarchical ones."""
+
+
+def _fair_round(case: FairCase) -> tuple[Cluster, Queue]:
+    running = [_running(_job(name, tenant, priority, cpus)) for name, tenant, priority, cpus in case.admitted]
+    cluster = _cluster(case.queues or FAIR_CLUSTER_QUEUES, running)
+    fair = {} if case.strategies is None else {"preemption_strategies": case.strategies}
+    cluster = Cluster.model_validate({**cluster.model_dump(), "fair_sharing": fair})
+    tenant, priority, cpus = case.incoming
+    return cluster, Queue.model_validate({"now": 100.0, "jobs": [_job("in", tenant, priority, cpus)]})
+
+
+@pytest.mark.parametrize("name", list(FAIR_CASES))
+def test_kueue_fair_preemption_case(name: str) -> None:
+    """preemption_fair_test.go TestFairPreemptions: with fair sharing, the `kueue` baseline takes
+    Kueue's targets (and admits the incoming workload exactly when Kueue finds targets)."""
+    case = FAIR_CASES[name]
+    cluster, queue = _fair_round(case)
+    p = compile_problem(cluster, queue)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert {ev.job: ev.reason for ev in plan.evictions} == case.preempted
+    assert any(pl.job == "in" for pl in plan.placements) == bool(case.preempted)
+
+
+@pytest.mark.parametrize("name", list(FAIR_CASES))
+def test_cpsat_on_kueue_fair_preemption_case(name: str) -> None:
+    """The same rounds with `cpsat`: valid, at least Kueue's admitted value, no more lost work."""
+    cluster, queue = _fair_round(FAIR_CASES[name])
+    cpsat_no_worse_than_kueue(compile_problem(cluster, queue))

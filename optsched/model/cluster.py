@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from optsched.model.base import (
     SCHEMA_ID,
@@ -216,6 +216,41 @@ class FlavorFungibility(Frozen):
     `may_stop_search`: the first flavor that may preempt is taken."""
 
 
+FairShareStrategy = Literal["less_than_or_equal_to_final_share", "less_than_initial_share"]
+"""Kueue's fair-sharing preemption strategies (KEP-1714 rules S2-a and S2-b)."""
+DEFAULT_FAIR_SHARE_STRATEGIES: tuple[FairShareStrategy, ...] = ("less_than_or_equal_to_final_share",
+                                                               "less_than_initial_share")
+"""Kueue's default: S2-a, then S2-b."""
+
+
+class FairSharing(Frozen):
+    """Kueue's fair sharing (its Configuration's `fairSharing`): a tenant reclaims from other
+    tenants of its cohort by comparing dominant resource shares instead of by
+    `borrow_within_cohort`. A tenant's share is, over resources, the most it borrows beyond its
+    nominal quota (summed over the flavors of the resource) per 1,000 of what its cohort can lend
+    of that resource, divided by its `weight` (`optsched.concerns.tenancy.fairshare`). With it, a
+    preemptor above its nominal quota may reclaim a lower-priority job (`reclaim_within_cohort:
+    lower_priority`, or any job with `any`) of a tenant that borrows, when a strategy holds:
+    `less_than_or_equal_to_final_share` (S2-a: the preemptor's share with its job is at most the
+    victim's tenant's share after the eviction), then, for the rest,
+    `less_than_initial_share` (S2-b: below that tenant's share before it). A preemptor whose
+    tenant stays within nominal reclaims as without fair sharing (Kueue's
+    FairSharingPreemptWithinNominal)."""
+
+    preemption_strategies: list[FairShareStrategy] = Field(default_factory=lambda: list(DEFAULT_FAIR_SHARE_STRATEGIES))
+    """The strategies in the order they are tried (Kueue's default: both, S2-a first); as Kueue
+    validates it, one strategy, or S2-a then S2-b."""
+
+    @model_validator(mode="after")
+    def _kueue_sequences(self) -> FairSharing:
+        allowed = (["less_than_or_equal_to_final_share"], ["less_than_initial_share"],
+                   ["less_than_or_equal_to_final_share", "less_than_initial_share"])
+        if self.preemption_strategies not in [list(a) for a in allowed]:
+            raise ValueError("preemption_strategies must be one strategy, or less_than_or_equal_to_final_share "
+                             "then less_than_initial_share (Kueue's validation)")
+        return self
+
+
 class Cohort(Frozen):
     """Kueue's Cohort object: a node of a cohort tree. Tenants name their (leaf) cohort; a cohort
     may have a `parent` and quotas of its own, lent to its subtree. Borrowing and lending then
@@ -334,6 +369,9 @@ class Cluster(Frozen):
     cohorts: list[Cohort] = Field(default_factory=list)
     """Kueue Cohort objects (parents and cohort quotas); a cohort tenants name but that is not
     listed is a root without quota of its own."""
+    fair_sharing: FairSharing | None = None
+    """Kueue's fair sharing of the cohorts (its Configuration's `fairSharing`); None: off (classic
+    preemption: reclaim while borrowing only by `borrow_within_cohort`)."""
     running: list[RunningJob] = Field(default_factory=list)
     """Jobs already placed at the start of the round."""
 
@@ -347,6 +385,8 @@ __all__ = [
     "DeviceModel",
     "Devices",
     "Domain",
+    "FairShareStrategy",
+    "FairSharing",
     "FlavorFungibility",
     "Layer",
     "Network",

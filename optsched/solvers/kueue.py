@@ -60,11 +60,12 @@ from dataclasses import replace
 import numpy as np
 
 from optsched.concerns import eligibility, gang
-from optsched.concerns.tenancy import preemption, serving
+from optsched.concerns.tenancy import fairshare, preemption, quota, serving
 from optsched.latency import gc_paused
 from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
+from optsched.solvers import fairpreempt
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.flavors import FlavorAssigner
 from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, to_plan
@@ -246,7 +247,7 @@ class KueueEngine(GreedyEngine):
             bwc = policy.borrow_within_cohort
             by_reclaim = lower | (policy.reclaim_within_cohort == "any")
             by_bwc = np.zeros_like(lower)
-            if bwc is not None and bwc.policy == "lower_priority":
+            if bwc is not None and bwc.policy == "lower_priority" and not fairshare.enabled(p):
                 threshold = math.inf if bwc.max_priority_threshold is None else bwc.max_priority_threshold
                 by_bwc = lower & (rt.priority <= threshold)
             other = ok & ~same_t & (p.tenant_root[rt.tenant] == cohort) & takes & (by_reclaim | by_bwc)
@@ -367,6 +368,8 @@ class KueueEngine(GreedyEngine):
         need = self._need(job)
         if failure == "quota" and self.flavors.no_fit(job, need):
             return None
+        if failure == "quota" and fairshare.enabled(p):
+            return self._fair_preempt(job, need, cands)
         reason_of = {v.id: r for v, r in cands}
         policy = p.cluster.tenants[job.tenant].preemption
         bwc = policy.borrow_within_cohort
@@ -393,6 +396,31 @@ class KueueEngine(GreedyEngine):
                 return att, chosen
             self.rollback(job, list(att.replicas))
             self._release([v for v, _ in chosen], sign=1.0)  # the reprieved are back already
+        return None
+
+    def _fair_preempt(self, job: JobSpec, need: FArray, cands: list[tuple[JobSpec, str]]
+                      ) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
+        """Kueue's fair-sharing preemption (`fairpreempt.fair_targets`) for a job whose quota
+        needs it; on success the job is placed on its flavors' nodes with the targets released
+        (those it does not need there are given back, `_reprieve`) and every eviction so far
+        passes the validator's rules."""
+        p = self.p
+        touched = np.zeros_like(self.ledger.quota_used, dtype=bool)
+        touched[job.tenant] = need > 0
+        targets = fairpreempt.fair_targets(p, job, need, [v for v, _ in cands], self.ledger.quota_used,
+                                           lambda used: not quota.problems(p, used, touched))
+        if not targets:
+            return None
+        att = self._fits_without(job, targets, allow_borrow=True, keep=True)
+        if att is None:
+            self._restore()
+            return None
+        reason_of = {v.id: r for v, r in cands}
+        chosen = self._reprieve(job, att, [(v, reason_of[v.id]) for v in targets])
+        if self._legal(job, att, chosen):
+            return att, chosen
+        self.rollback(job, list(att.replicas))
+        self._release([v for v, _ in chosen], sign=1.0)
         return None
 
     def _hold_capacity(self, job: JobSpec) -> None:

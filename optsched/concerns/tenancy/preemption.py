@@ -42,6 +42,7 @@ import numpy as np
 
 from optsched.concerns import eligibility
 from optsched.concerns.base import Violation
+from optsched.concerns.tenancy import fairshare
 from optsched.ledger import EPS, Ledger, counted_flavors, flavor_use, quota_broken
 from optsched.model.plan import Plan
 from optsched.problem import BArray, Derived, FArray, JobSpec, Problem
@@ -193,11 +194,12 @@ class Preemptor:
 
 
 def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | None,
-                      others_reclaimed: FArray | None = None) -> list[str]:
+                      others_reclaimed: FArray | None = None, own_freed: FArray | None = None) -> list[str]:
     """Why evicting `victim` for `by` with `reason` is illegal (empty when legal).
 
     `by` is None when the named preemptor is unknown or not admitted; `others_reclaimed` is the
-    quota usage of the jobs of the victim's tenant reclaimed before it (`reclaim_order`).
+    quota usage of the jobs of the victim's tenant reclaimed before it (`reclaim_order`);
+    `own_freed` the quota usage of the preemptor's own tenant's jobs it preempts (fair sharing).
     """
     if reason == "migrated":
         return [] if victim.migratable else ["job is not migratable"]
@@ -233,6 +235,10 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
     elif by.within_nominal:
         if reclaim == "lower_priority" and job.priority <= victim.priority:
             out.append(f"preemptor priority {job.priority} does not exceed victim's {victim.priority}")
+    elif fairshare.enabled(p):  # Kueue's fair sharing: a share comparison instead of borrow_within_cohort
+        if reclaim == "lower_priority" and job.priority <= victim.priority:
+            out.append(f"preemptor priority {job.priority} does not exceed victim's {victim.priority}")
+        out.extend(fair_share_problems(p, victim, by, others_reclaimed, own_freed))
     else:
         bwc = policy.borrow_within_cohort if policy else None
         if bwc is None or bwc.policy == "never":
@@ -255,11 +261,48 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
 
 def preempts_while_borrowing(p: Problem, tenant: int) -> bool:
     """Whether the tenant's jobs may preempt with a request above its nominal quota: its
-    `borrow_within_cohort` policy is `lower_priority` (Kueue's `canPreemptWhileBorrowing`)."""
+    `borrow_within_cohort` policy is `lower_priority`, or fair sharing is on and its
+    `reclaim_within_cohort` is not `never` (Kueue's `canPreemptWhileBorrowing`)."""
     if tenant >= len(p.cluster.tenants):
         return False
-    bwc = p.cluster.tenants[tenant].preemption.borrow_within_cohort
+    policy = p.cluster.tenants[tenant].preemption
+    if fairshare.enabled(p) and policy.reclaim_within_cohort != "never":
+        return True
+    bwc = policy.borrow_within_cohort
     return bwc is not None and bwc.policy != "never"
+
+
+def fair_share_problems(p: Problem, victim: JobSpec, by: Preemptor, others_reclaimed: FArray | None,
+                        own_freed: FArray | None = None) -> list[str]:
+    """Why fair sharing does not let `by` (above its tenant's nominal quota) reclaim `victim`,
+    the jobs of the victim's tenant reclaimed before it (quota usage `others_reclaimed`) gone
+    first: no configured strategy holds (`fairshare.strategy_passes`). Shares are Kueue's
+    (`fairshare`), of the two tenants' almost least common ancestors, on the round's starting
+    usage (`running_usage_before`, as rule 5 reads it: admitting more jobs never makes an eviction
+    illegal): the preemptor's with its usage in the plan added and its own tenant's jobs it
+    preempts (`own_freed`) gone (Kueue takes those as targets too, and may take them first), the
+    target's before and after the victim's removal. Kueue computes them on its cache at that
+    moment of its cycle."""
+    start = running_usage_before(p)
+    a, b = by.job.tenant, victim.tenant
+    node_a, node_b = fairshare.almost_lcas(p, a, b)
+    with_job = start.copy()
+    with_job[a] += by.uses
+    if own_freed is not None:
+        with_job[a] -= own_freed
+    mine = fairshare.share_of(fairshare.shares(p, with_job), node_a)
+    before = start.copy()
+    if others_reclaimed is not None:
+        before[b] -= others_reclaimed
+    old = fairshare.share_of(fairshare.shares(p, before), node_b)
+    after = before.copy()
+    after[b] -= held_flavors(p, victim)
+    new = fairshare.share_of(fairshare.shares(p, after), node_b)
+    if fairshare.strategy_passes(p, mine, old, new):
+        return []
+    return [f"fair sharing: the preemptor's share with its job {mine:.6g} is above the victim's tenant's share "
+            f"after the eviction {new:.6g} and not below it before {old:.6g} (strategies "
+            f"{fairshare.strategies(p)})"]
 
 
 def over_nominal_problems(p: Problem, by: Preemptor) -> list[str]:
@@ -302,32 +345,41 @@ def evictions_problems(p: Problem, evictions: list[tuple[JobSpec, str, Preemptor
     each judged by `eviction_problems`; the reclaims of one tenant together, by `reclaim_order`."""
     out: list[tuple[int, str]] = []
     by_tenant: dict[int, list[int]] = {}
+    own: dict[str, FArray] = {}  # per preemptor: quota of its own tenant's jobs it preempts (fair sharing)
     for i, (victim, reason, by) in enumerate(evictions):
         if reason == "reclaimed" and by is not None:
             by_tenant.setdefault(victim.tenant, []).append(i)
         else:
             out.extend((i, msg) for msg in eviction_problems(p, victim, reason, by))
+            if reason == "preempted" and by is not None and by.job.tenant == victim.tenant:
+                own[by.job.id] = own.get(by.job.id, 0.0) + held_flavors(p, victim)
     for positions in by_tenant.values():
-        order, stuck = reclaim_order(p, [(evictions[i][0], evictions[i][2]) for i in positions])
+        order, stuck = reclaim_order(p, [(evictions[i][0], evictions[i][2]) for i in positions], own)
         held = {k: held_flavors(p, evictions[positions[k]][0]) for k in [*stuck, *order]}
         removed = np.sum([held[k] for k in stuck], axis=0) if stuck else np.zeros(len(p.flavors))
         for k in stuck:  # no order takes them: each judged with the other such jobs gone (it fails)
             victim, reason, by = evictions[positions[k]]
-            out.extend((positions[k], msg) for msg in eviction_problems(p, victim, reason, by, removed - held[k]))
+            out.extend((positions[k], msg) for msg in eviction_problems(
+                p, victim, reason, by, removed - held[k], own.get(by.job.id) if by is not None else None))
         for k in order:  # after them, in the order found (each passes)
             victim, reason, by = evictions[positions[k]]
-            out.extend((positions[k], msg) for msg in eviction_problems(p, victim, reason, by, removed))
+            out.extend((positions[k], msg) for msg in eviction_problems(
+                p, victim, reason, by, removed, own.get(by.job.id) if by is not None else None))
             removed = removed + held[k]
     out.sort(key=lambda x: x[0])
     return out
 
 
-def reclaim_order(p: Problem, reclaims: list[tuple[JobSpec, Preemptor | None]]) -> tuple[list[int], list[int]]:
+def reclaim_order(p: Problem, reclaims: list[tuple[JobSpec, Preemptor | None]],
+                  own_freed: dict[str, FArray] | None = None) -> tuple[list[int], list[int]]:
     """An order in which Kueue could remove these reclaimed jobs of one tenant, each while the
     tenant still borrows a flavor that it and its preemptor use (module docstring), as positions;
     and the positions no order can take. Built from the end: the last one needs the tenant to
     borrow with all the others gone, and any job that can be last may be (taking it out only
-    eases the conditions of the rest), so the greedy is exact."""
+    eases the conditions of the rest), so the greedy is exact. With fair sharing, a reclaim by a
+    preemptor above nominal must also pass a strategy (`fair_share_problems`, with the preemptor's
+    own preempted jobs `own_freed` by preemptor id), which also only gets harder as more jobs of
+    the tenant go first."""
     if not reclaims:
         return [], []
     tenant = reclaims[0][0].tenant
@@ -338,9 +390,18 @@ def reclaim_order(p: Problem, reclaims: list[tuple[JobSpec, Preemptor | None]]) 
     left = list(range(len(reclaims)))
     total = np.sum(held, axis=0)
     tail: list[int] = []
+    fair = fairshare.enabled(p)
+
+    def may_be_last(k: int) -> bool:  # with every other one of `left` gone first
+        if not np.any((held[k] > 0) & (uses[k] > 0) & (before - (total - held[k]) > nominal)):
+            return False
+        by = reclaims[k][1]
+        return not (fair and by is not None and not by.within_nominal
+                    and fair_share_problems(p, reclaims[k][0], by, total - held[k],
+                                            (own_freed or {}).get(by.job.id)))
+
     while left:
-        last = next((k for k in left if np.any((held[k] > 0) & (uses[k] > 0)
-                                               & (before - (total - held[k]) > nominal))), None)
+        last = next((k for k in left if may_be_last(k)), None)
         if last is None:
             return tail[::-1], left
         tail.append(last)
@@ -463,7 +524,8 @@ def _build_job_table(p: Problem) -> _JobTable:
         pol = t.preemption
         within[i] = ["never", "lower_priority", "lower_or_newer_equal_priority"].index(pol.within_tenant)
         reclaim[i] = ["never", "lower_priority", "any"].index(pol.reclaim_within_cohort)
-        if pol.borrow_within_cohort is not None and pol.borrow_within_cohort.policy == "lower_priority":
+        if pol.borrow_within_cohort is not None and pol.borrow_within_cohort.policy == "lower_priority" \
+                and not fairshare.enabled(p):  # fair sharing replaces borrow_within_cohort: not modelled
             thr = pol.borrow_within_cohort.max_priority_threshold
             bwc[i] = np.inf if thr is None else float(thr)
     may_use = np.array([possible_flavors(p, j) for j in p.jobs], dtype=bool).reshape(len(p.jobs), len(p.flavors))

@@ -1,0 +1,137 @@
+"""Kueue's dominant resource shares (pkg/cache/scheduler/fair_sharing.go), for fair-sharing
+preemption (`Cluster.fair_sharing`; KEP-1714).
+
+The share of a node of a cohort tree (a tenant, or a cohort with a parent) with usage `used`:
+per resource (GPUs, or one of `Problem.resources`), what it borrows, summed over the flavors
+counting that resource, each flavor's borrowed amount being its usage past its subtree quota (a
+tenant's nominal quota; a cohort's subtree quota, `ledger.cohort_tree`); divided by what its
+parent could lend of that resource (Kueue's `potentialAvailable`, summed over the flavors), times
+1,000; the largest over resources, divided by the node's weight (a tenant's `weight`, 1 for a
+cohort). A node without a parent, or borrowing nothing, has share 0. Shares are compared between
+the two nodes just below the lowest cohort that holds both tenants (Kueue's "almost least common
+ancestors"): in a flat cohort, the tenants themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from optsched.ledger import EPS, cohort_tree
+from optsched.problem import BArray, FArray, Problem
+
+FINAL_SHARE = "less_than_or_equal_to_final_share"
+"""Rule S2-a: the preemptor's share with its job is at most the target's share after the eviction."""
+INITIAL_SHARE = "less_than_initial_share"
+"""Rule S2-b: the preemptor's share with its job is below the target's share before the eviction."""
+
+
+@dataclass(frozen=True)
+class Shares:
+    """Dominant resource shares of every tenant and cohort for one usage (`shares`)."""
+
+    tenant: FArray
+    """Per tenant: its weighted share."""
+    cohort: FArray
+    """Per cohort: its weighted share (0 for a root)."""
+    tenant_borrows: BArray
+    """Per tenant: whether it uses more than its nominal quota of some flavor (Kueue's `IsBorrowing`)."""
+    cohort_borrows: BArray
+    """Per cohort with a parent: whether it uses more than its subtree quota of some flavor."""
+
+
+def enabled(p: Problem) -> bool:
+    """Whether the cluster runs Kueue's fair sharing (`Cluster.fair_sharing`)."""
+    return p.cluster.fair_sharing is not None
+
+
+def strategies(p: Problem) -> list[str]:
+    """The configured fair-sharing preemption strategies, in order (none when fair sharing is off)."""
+    fs = p.cluster.fair_sharing
+    return [] if fs is None else list(fs.preemption_strategies)
+
+
+def shares(p: Problem, used: FArray) -> Shares:
+    """Every tenant's and cohort's dominant resource share with quota usage `used` (T x F)."""
+    n_t, n_c = len(p.tenant_names), len(p.cohort_names)
+    out = Shares(np.zeros(n_t), np.zeros(n_c), np.zeros(n_t, dtype=bool), np.zeros(n_c, dtype=bool))
+    if not len(p.flavors) or not n_c:
+        return out
+    _, sq, u, lq = cohort_tree(p, used)
+    lendable = _potential_available(p, sq, lq)
+    for t in np.flatnonzero(p.tenant_cohort >= 0).tolist():
+        borrowed = used[t] - p.nominal[t]
+        out.tenant[t], out.tenant_borrows[t] = _share(p, borrowed, lendable[p.tenant_cohort[t]], EPS)
+        out.tenant[t] /= float(p.tenant_weight[t])
+    for k in np.flatnonzero(p.cohort_parent >= 0).tolist():
+        out.cohort[k], out.cohort_borrows[k] = _share(p, u[k] - sq[k], lendable[p.cohort_parent[k]], EPS)
+    return out
+
+
+def _potential_available(p: Problem, sq: FArray, lq: FArray) -> FArray:
+    """Kueue's `potentialAvailable` per cohort and flavor: a root's subtree quota; below it, the
+    cohort's local quota plus its parent's, capped by its subtree quota plus its borrowing limit."""
+    out = np.zeros_like(sq)
+    for k in p.cohort_order[::-1].tolist():  # parents first
+        parent = int(p.cohort_parent[k])
+        if parent < 0:
+            out[k] = sq[k]
+        else:
+            out[k] = np.minimum(lq[k] + out[parent], sq[k] + p.cohort_borrow[k])
+    return out
+
+
+def _share(p: Problem, borrowed: FArray, lendable: FArray, tol: float) -> tuple[float, bool]:
+    """(unweighted share, borrows) of a node borrowing `borrowed` per flavor (negative: unused)
+    from a parent that could lend `lendable` per flavor."""
+    over = borrowed > tol * np.maximum(1.0, np.abs(borrowed))
+    if not over.any():
+        return 0.0, False
+    res = p.flavor_resource
+    best = 0.0
+    for r in np.unique(res[over]).tolist():
+        b = float(borrowed[over & (res == r)].sum())
+        lend = float(lendable[res == r].sum())
+        if lend > 0:
+            best = max(best, b * 1000.0 / lend)
+    return best, True
+
+
+def almost_lcas(p: Problem, a: int, b: int) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The nodes just below the lowest cohort holding tenants `a` and `b` (same cohort tree), on
+    `a`'s and on `b`'s path: ("tenant", index) or ("cohort", index). Kueue compares their shares."""
+    def path(t: int) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = [("tenant", t)]
+        k = int(p.tenant_cohort[t])
+        while k >= 0:
+            out.append(("cohort", k))
+            k = int(p.cohort_parent[k])
+        return out
+
+    pa, pb = path(a)[::-1], path(b)[::-1]  # root first
+    i = 0
+    while i < min(len(pa), len(pb)) and pa[i] == pb[i]:
+        i += 1
+    return pa[min(i, len(pa) - 1)], pb[min(i, len(pb) - 1)]
+
+
+def share_of(s: Shares, node: tuple[str, int]) -> float:
+    """The share of a node as `almost_lcas` names it."""
+    kind, k = node
+    return float(s.tenant[k] if kind == "tenant" else s.cohort[k])
+
+
+def strategy_holds(name: str, preemptor_share: float, target_before: float, target_after: float) -> bool:
+    """Whether strategy `name` lets a preemptor of share `preemptor_share` (its job included)
+    evict from a target whose share is `target_before`, `target_after` the eviction: S2-a
+    ``preemptor <= after``, S2-b ``preemptor < before`` (within a relative tolerance)."""
+    tol = EPS * max(1.0, abs(preemptor_share))
+    if name == FINAL_SHARE:
+        return preemptor_share <= target_after + tol
+    return preemptor_share < target_before - tol
+
+
+def strategy_passes(p: Problem, preemptor_share: float, target_before: float, target_after: float) -> bool:
+    """Whether some configured strategy holds (`strategy_holds`)."""
+    return any(strategy_holds(name, preemptor_share, target_before, target_after) for name in strategies(p))

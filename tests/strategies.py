@@ -182,8 +182,19 @@ def contended_rounds(draw: st.DrawFn, max_nodes: int = 4, max_jobs: int = 10) ->
     """Tenants (mostly in one cohort) whose running jobs, mostly preemptible and of low priority,
     fill what a first queue got; the new queue asks again for the same shapes, often at higher
     priority and for other tenants: preemption and reclaim have something to decide. Half of the
-    rounds split the nodes into two ResourceFlavors with GPU (and cpu) quotas per flavor."""
-    from optsched.model import Cohort, Quota, ReplicaPlacement, ResourceFlavor, RunningJob
+    rounds split the nodes into two ResourceFlavors with GPU (and cpu) quotas per flavor; a third of
+    those with a cohort run Kueue's fair sharing (one of its strategy lists, weights 0.5 to 2,
+    tenants that reclaim)."""
+    from optsched.model import (
+        Cohort,
+        FairSharing,
+        PreemptionPolicy,
+        Quota,
+        ReplicaPlacement,
+        ResourceFlavor,
+        RunningJob,
+    )
+    from optsched.model.cluster import DEFAULT_FAIR_SHARE_STRATEGIES
     from optsched.problem import compile_problem
     from optsched.solvers.greedy import solve_greedy
 
@@ -205,6 +216,16 @@ def contended_rounds(draw: st.DrawFn, max_nodes: int = 4, max_jobs: int = 10) ->
         leaf = ("org-a" if i % 2 == 0 else "org-b") if tree else cohort
         tenants.append(t.model_copy(update={"cohort": leaf, "quotas": quotas}))
     cluster = cluster.model_copy(update={"tenants": tenants})
+    if cohort is not None and draw(st.integers(0, 2)) == 0:  # Kueue's fair sharing, weights from {0.5, 1, 2}
+        strategies = draw(st.sampled_from([list(DEFAULT_FAIR_SHARE_STRATEGIES), ["less_than_or_equal_to_final_share"],
+                                           ["less_than_initial_share"]]))
+        cluster = cluster.model_copy(update={
+            "fair_sharing": FairSharing(preemption_strategies=strategies),
+            "tenants": [t.model_copy(update={
+                "weight": draw(st.sampled_from([0.5, 1.0, 2.0])),
+                "preemption": PreemptionPolicy(within_tenant=draw(st.sampled_from(["never", "lower_priority"])),
+                                               reclaim_within_cohort=draw(st.sampled_from(["lower_priority", "any"])))})
+                for t in tenants]})
     if tree:
         gpu_key = keys[0]
         cluster = cluster.model_copy(update={"cohorts": [

@@ -26,12 +26,16 @@ valid plan admitting at least Kueue's value with no more lost work.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from optsched import InputError, load_cluster
 from optsched.check import check_problem
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Plan, Queue
@@ -623,10 +627,10 @@ FAIR_CASES: dict[str, FairCase] = {
         _units("a", 3) + _units("b", 3) + _units("c", 3), ("c", 0, 1)),
     "can't preempt when it would switch the imbalance": FairCase(_units("a", 3) + _units("b", 5), ("a", 0, 2)),
     "can preempt lower priority workloads from same CQ": FairCase(
-        [("a1_low", "a", -1, 1), ("a2_low", "a", -1, 1), ("a3", "a", 0, 1), ("a4", "a", 0, 1)] + _units("b", 5),
+        [("a1_low", "a", -1, 1), ("a2_low", "a", -1, 1), ("a3", "a", 0, 1), ("a4", "a", 0, 1), *_units("b", 5)],
         ("a", 0, 2), {"a1_low": "preempted", "a2_low": "preempted"}),
     "can preempt a combination of same CQ and highest user": FairCase(
-        [("a_low", "a", -1, 1), ("a2", "a", 0, 1), ("a3", "a", 0, 1)] + _units("b", 6), ("a", 0, 2),
+        [("a_low", "a", -1, 1), ("a2", "a", 0, 1), ("a3", "a", 0, 1), *_units("b", 6)], ("a", 0, 2),
         {"a_low": "preempted", "b1": "reclaimed"}),
     "preempt huge workload if there is no other option, as long as the target CQ gets a lower share": FairCase(
         [("b1", "b", 0, 9)], ("a", 0, 2), {"b1": "reclaimed"}),
@@ -693,3 +697,76 @@ def test_cpsat_on_kueue_fair_preemption_case(name: str) -> None:
     """The same rounds with `cpsat`: valid, at least Kueue's admitted value, no more lost work."""
     cluster, queue = _fair_round(FAIR_CASES[name])
     cpsat_no_worse_than_kueue(compile_problem(cluster, queue))
+
+
+@st.composite
+def fair_rounds(draw: st.DrawFn) -> tuple[Cluster, Queue]:
+    """Random rounds in the shape of TestFairPreemptions: 2-4 ClusterQueues of one cohort with
+    weights, running workloads of random size and priority that fill the cohort's quota unevenly,
+    and 1-3 incoming workloads; random strategies."""
+    n = draw(st.integers(2, 4))
+    names = "abcd"[:n]
+    queues = {t: cq("all", draw(st.integers(0, 4)), within=draw(st.sampled_from([NEVER, LOWER])),
+                    reclaim=draw(st.sampled_from([LOWER, ANY])), bwc=draw(st.booleans()))
+              | {"weight": draw(st.sampled_from([0.5, 1.0, 2.0]))} for t in names}
+    capacity = sum(spec["quotas"]["cpu"]["nominal"] for spec in queues.values()) / CPU
+    running, used = [], 0.0
+    for i in range(draw(st.integers(1, 8))):
+        cpus = draw(st.sampled_from([0.5, 1.0, 2.0, 3.0]))
+        if used + cpus > capacity:
+            break
+        used += cpus
+        running.append(_running(_job(f"r{i}", draw(st.sampled_from(names)), draw(st.integers(-1, 1)), cpus),
+                                 reserved=float(draw(st.integers(0, 5)))))
+    cluster = _cluster(queues, running)
+    fair = {"preemption_strategies": draw(st.sampled_from([[S2A, S2B], [S2A], [S2B]]))}
+    cluster = Cluster.model_validate({**cluster.model_dump(), "fair_sharing": fair})
+    jobs = [_job(f"in{i}", draw(st.sampled_from(names)), draw(st.integers(-1, 2)),
+                 draw(st.sampled_from([0.5, 1.0, 2.0, 4.0])), float(i)) for i in range(draw(st.integers(1, 3)))]
+    return cluster, Queue.model_validate({"now": 100.0, "jobs": jobs})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=fair_rounds())
+def test_fair_sharing_rounds_are_valid_and_cpsat_no_worse(data: tuple[Cluster, Queue]) -> None:
+    """Under fair sharing, the `kueue` baseline's plans pass the validator (its fair-sharing
+    reclaims included), and `cpsat` returns a valid plan no worse than it."""
+    cluster, queue = data
+    p = compile_problem(cluster, queue)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    cpsat_no_worse_than_kueue(p, plan)
+
+
+def test_validator_refuses_a_reclaim_no_fair_sharing_strategy_allows() -> None:
+    """Rule 6 under fair sharing, on "can't preempt when it would switch the imbalance" (a uses its
+    3 CPUs, b 5 of its 3: b borrows 2; a asks 2 more): a plan that reclaims b1 (1 CPU) for a's job
+    breaks it (a's share with its job, 2 of the cohort's 9 CPUs borrowed, is above b's after the
+    eviction, 1, and not below b's before, 2). With b1 of 2 CPUs and b at 6, b's share goes from 3
+    to 1: S2-b allows the reclaim (2 < 3), S2-a alone does not (2 > 1)."""
+    def verdict(b_jobs: list[tuple[str, str, int, float]], strategies: list[str] | None) -> list[str]:
+        case = FairCase(_units("a", 3) + b_jobs, ("a", 0, 2), strategies=strategies)
+        cluster, queue = _fair_round(case)
+        p = compile_problem(cluster, queue)
+        plan = Plan.model_validate({
+            "placements": [{"job": "in", "group": "w", "replica": 0, "node": "n1"}],
+            "evictions": [{"job": "b1", "reason": "reclaimed", "by": "in", "lost_gpu_hours": 0.0}]})
+        return [v.message for v in check_problem(p, plan) if v.rule == "preemption"]
+
+    broken = verdict(_units("b", 5), None)
+    assert len(broken) == 1 and broken[0].startswith("fair sharing:")
+    big_b1 = [("b1", "b", 0, 2.0), *_units("b", 4, start=2)]
+    assert verdict(big_b1, None) == []
+    assert verdict(big_b1, [S2B]) == []
+    assert verdict(big_b1, [S2A])[0].startswith("fair sharing:")
+
+
+@pytest.mark.parametrize("strategies", [[S2B, S2A], [S2A, S2A], [], ["less_than_share"]])
+def test_fair_sharing_strategies_are_checked_at_the_door(strategies: list[str]) -> None:
+    """Kueue's validation of `preemptionStrategies`: one strategy, or S2-a then S2-b; anything
+    else is an InputError naming the field."""
+    cluster, _ = _fair_round(FairCase([], ("a", 0, 1)))
+    doc = cluster.model_dump(mode="json") | {"fair_sharing": {"preemption_strategies": strategies}}
+    with pytest.raises(InputError) as exc:
+        load_cluster(json.dumps(doc))
+    assert any(i.path.startswith("fair_sharing") for i in exc.value.problems)

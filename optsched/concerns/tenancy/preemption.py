@@ -11,7 +11,9 @@ eviction with its preemptor `by` (a job this plan admits):
   flavor the preemptor uses and its ``reclaim_within_cohort`` is ``any`` (or ``lower_priority``
   and the victim's priority is lower); or, when the preemptor's tenant borrows, by
   ``borrow_within_cohort: lower_priority`` (with ``reclaim_within_cohort`` not ``never``) for a
-  victim of lower priority, at most ``max_priority_threshold``;
+  victim of lower priority, at most ``max_priority_threshold``; with fair sharing
+  (`Cluster.fair_sharing`), instead of ``borrow_within_cohort``, by ``reclaim_within_cohort`` when
+  one of Kueue's share strategies holds (`fair_share_problems`);
 - reclaim takes only borrowed capacity: the reclaimed jobs of a tenant must have an order in
   which each, once those before it are gone, finds its tenant still borrowing such a flavor
   (`reclaim_order`). This is Kueue's rule (pkg/scheduler/preemption/classical/
@@ -23,7 +25,8 @@ eviction with its preemptor `by` (a job this plan admits):
 - who may preempt (both reasons): in each flavor whose quota needs preemption for the preemptor
   (its usage on top of the round's starting usage breaks its tenant's quota there), the
   preemptor's usage is at most its tenant's nominal quota, unless the tenant's
-  ``borrow_within_cohort`` is ``lower_priority`` (`over_nominal_problems`; Kueue's
+  ``borrow_within_cohort`` is ``lower_priority``, or fair sharing is on and its
+  ``reclaim_within_cohort`` is not ``never`` (`over_nominal_problems`; Kueue's
   `fitsResourceQuota`);
 - the eviction serves its preemptor: rule 10, `concerns.tenancy.serving`;
 - ``migrated``: evicted and placed again in the same plan; the job must be ``migratable``.

@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optsched import InputError, load_cluster
+from optsched import InputError, load_cluster, load_queue
 from optsched.check import check_problem
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Plan, Queue
@@ -770,3 +770,76 @@ def test_fair_sharing_strategies_are_checked_at_the_door(strategies: list[str]) 
     with pytest.raises(InputError) as exc:
         load_cluster(json.dumps(doc))
     assert any(i.path.startswith("fair_sharing") for i in exc.value.problems)
+
+
+# ---------------------------------------------------------------------------- admission fair sharing
+@dataclass(frozen=True)
+class AfsCase:
+    """A case of scheduler_afs_test.go TestScheduleForAFS: ClusterQueue `cq1` (8 CPUs, no cohort,
+    `UsageBasedAdmissionFairSharing`), LocalQueues lq-a, lq-b, lq-c (weight 1) and lq-zero (weight
+    0) with their initial usage (CPUs), pending workloads (name, LocalQueue, CPUs, created at s),
+    and the ones Kueue admits (QuotaReserved true); `afs`: the feature on."""
+
+    usage: dict[str, float]
+    pending: list[tuple[str, str, float, float]]
+    admitted: set[str]
+    afs: bool = True
+
+
+AFS_CASES: dict[str, AfsCase] = {
+    "admits workload from less active localqueue": AfsCase(
+        {"lq-a": 8, "lq-b": 2}, [("wl-a1", "lq-a", 8, 0), ("wl-b1", "lq-b", 8, 1)], {"wl-b1"}),
+    "does not prioritize a zero-weight localqueue": AfsCase(
+        {"lq-a": 0, "lq-zero": 0}, [("wl-z1", "lq-zero", 8, 0), ("wl-a1", "lq-a", 8, 1)], {"wl-a1"}),
+    "without AFS: classic admission decision ignores queue usage": AfsCase(
+        {"lq-a": 8, "lq-b": 2}, [("wl-a1", "lq-a", 8, 0), ("wl-b1", "lq-b", 8, 1)], {"wl-a1"}, afs=False),
+    "admits one workload from each localqueue when quota is limited": AfsCase(
+        {"lq-a": 4, "lq-b": 4},
+        [("wl-a1", "lq-a", 4, 0), ("wl-a2", "lq-a", 4, 1), ("wl-b1", "lq-b", 4, 2), ("wl-b2", "lq-b", 4, 3)],
+        {"wl-a1", "wl-b1"}),
+    "schedules normally when queues have equal usage": AfsCase(
+        {"lq-a": 2, "lq-b": 2, "lq-c": 2}, [("wl-a1", "lq-a", 4, 0), ("wl-b1", "lq-b", 3, 0), ("wl-c1", "lq-c", 1, 0)],
+        {"wl-a1", "wl-b1", "wl-c1"}),
+}
+"""TestScheduleForAFS's cases on one scheduling cycle (usage half-life 10 s, sampling 1 s: an
+admitted workload adds 6.7% of its requests to its LocalQueue's usage). Left out: deleted
+LocalQueues and the uninitialised usage cache (API-server events, no counterpart in a round)."""
+
+
+def _afs_round(case: AfsCase) -> tuple[Cluster, Queue]:
+    cluster = _cluster({"cq1": cq(None, 8) | {"admission_fair_sharing": True}}, [])
+    weights = {"lq-a": 1.0, "lq-b": 1.0, "lq-c": 1.0, "lq-zero": 0.0}
+    doc = cluster.model_dump() | {
+        "local_queues": [{"name": name, "tenant": "cq1", "weight": weight,
+                          "consumed": {"cpu": case.usage[name] * CPU} if name in case.usage else {}}
+                         for name, weight in weights.items()]}
+    if case.afs:
+        doc["admission_fair_sharing"] = {"usage_half_life_s": 10.0, "usage_sampling_interval_s": 1.0}
+    jobs = [_job(name, "cq1", 0, cpus, created) | {"local_queue": lq} for name, lq, cpus, created in case.pending]
+    return Cluster.model_validate(doc), Queue.model_validate({"now": 100.0, "jobs": jobs})
+
+
+@pytest.mark.parametrize("name", list(AFS_CASES))
+def test_kueue_admission_fair_sharing_case(name: str) -> None:
+    """scheduler_afs_test.go TestScheduleForAFS: the `kueue` baseline admits what Kueue admits."""
+    case = AFS_CASES[name]
+    cluster, queue = _afs_round(case)
+    p = compile_problem(cluster, queue)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert {pl.job for pl in plan.placements} == case.admitted
+
+
+def test_local_queues_are_checked_at_the_door() -> None:
+    """A job's LocalQueue must exist and feed its tenant; a LocalQueue's tenant must exist."""
+    cluster, queue = _afs_round(AFS_CASES["admits workload from less active localqueue"])
+    doc = cluster.model_dump(mode="json")
+    doc["local_queues"].append({"name": "lq-x", "tenant": "nobody"})
+    with pytest.raises(InputError) as exc:
+        load_cluster(json.dumps(doc))
+    assert ("local_queues[4].tenant", "unknown_reference") in {(i.path, i.rule) for i in exc.value.problems}
+    jobs = [j.model_dump(mode="json") for j in queue.jobs]
+    jobs[0]["local_queue"] = "lq-nowhere"
+    with pytest.raises(InputError) as exc:
+        load_queue(json.dumps({"now": 100.0, "jobs": jobs}), cluster)
+    assert ("jobs[0].local_queue", "unknown_reference") in {(i.path, i.rule) for i in exc.value.problems}

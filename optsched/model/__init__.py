@@ -2,6 +2,7 @@
 
 from optsched.model.cluster import (
     NODE_LEVEL,
+    AdmissionFairSharing,
     Cluster,
     Cohort,
     Dataset,
@@ -11,6 +12,7 @@ from optsched.model.cluster import (
     FairSharing,
     FlavorFungibility,
     Layer,
+    LocalQueue,
     Network,
     Node,
     NodeShape,
@@ -54,6 +56,7 @@ from optsched.model.references import validate_cluster, validate_queue
 __all__ = [
     "NODE_LEVEL",
     "OBJECTIVE_TERMS",
+    "AdmissionFairSharing",
     "Cluster",
     "Cohort",
     "Colocate",
@@ -67,6 +70,7 @@ __all__ = [
     "FlavorFungibility",
     "Job",
     "Layer",
+    "LocalQueue",
     "Network",
     "Node",
     "NodeSelectorRequirement",

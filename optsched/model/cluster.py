@@ -251,6 +251,38 @@ class FairSharing(Frozen):
         return self
 
 
+class AdmissionFairSharing(Frozen):
+    """Kueue's admission fair sharing (its Configuration's `admissionFairSharing`): in a tenant
+    that enables it (`Tenant.admission_fair_sharing`), pending jobs are admitted in the order of
+    their LocalQueues' historical usage (`LocalQueue.consumed`, decayed by Kueue), lowest first,
+    then by priority and age; each admission adds an entry penalty to its LocalQueue's usage, so
+    one queue cannot take a round by submitting many jobs at once."""
+
+    usage_half_life_s: NonNeg = 7 * 24 * 3600.0
+    """Kueue's `usageHalfLifeTime`, seconds: how fast past usage decays (0: the penalty is 0)."""
+    usage_sampling_interval_s: Positive = 300.0
+    """Kueue's `usageSamplingInterval`, seconds (default 5 min): the entry penalty of an admitted
+    job is its requests x (1 - 0.5^(interval / half life))."""
+    resource_weights: dict[Identifier, NonNeg] = Field(default_factory=dict)
+    """Weight per resource (`gpu` for GPUs, or a resource name) in a LocalQueue's usage; 1 when
+    not listed. Usage is summed in Kueue's units (cores, bytes, devices), as its weights assume."""
+
+
+class LocalQueue(Frozen):
+    """Kueue's LocalQueue: a queue of one tenant (ClusterQueue) that jobs name (`Job.local_queue`),
+    with its fair-sharing weight and its decayed usage history (for admission fair sharing)."""
+
+    name: Identifier
+    """Unique name (Kueue's `<namespace>/<name>`; any identifier here)."""
+    tenant: Identifier
+    """The tenant (ClusterQueue) it feeds."""
+    weight: NonNeg = 1.0
+    """Kueue's `spec.fairSharing.weight`: its usage counts divided by it (0: it goes last)."""
+    consumed: dict[Identifier, NonNeg] = Field(default_factory=dict)
+    """Its decayed historical usage per resource (Kueue's `status.fairSharing.admissionFairSharingStatus.
+    consumedResources`): `gpu` in GPUs, `cpu` in millicores, `memory` in MiB, others in their unit."""
+
+
 class Cohort(Frozen):
     """Kueue's Cohort object: a node of a cohort tree. Tenants name their (leaf) cohort; a cohort
     may have a `parent` and quotas of its own, lent to its subtree. Borrowing and lending then
@@ -287,6 +319,9 @@ class Tenant(Frozen):
     """Kueue's ClusterQueue preemption policy; defaults are Kueue's (never)."""
     flavor_fungibility: FlavorFungibility = Field(default_factory=FlavorFungibility)
     """How the `kueue` baseline walks the tenant's flavors (Kueue's defaults)."""
+    admission_fair_sharing: bool = False
+    """Kueue's `admissionScope.admissionMode: UsageBasedAdmissionFairSharing`: its pending jobs go in
+    the order of their LocalQueues' usage (with `Cluster.admission_fair_sharing`)."""
 
 
 class Layer(Frozen):
@@ -369,6 +404,10 @@ class Cluster(Frozen):
     cohorts: list[Cohort] = Field(default_factory=list)
     """Kueue Cohort objects (parents and cohort quotas); a cohort tenants name but that is not
     listed is a root without quota of its own."""
+    local_queues: list[LocalQueue] = Field(default_factory=list)
+    """Kueue LocalQueues that jobs name (`Job.local_queue`), with weights and usage history."""
+    admission_fair_sharing: AdmissionFairSharing | None = None
+    """Kueue's admission fair sharing (its Configuration's `admissionFairSharing`); None: off."""
     fair_sharing: FairSharing | None = None
     """Kueue's fair sharing of the cohorts (its Configuration's `fairSharing`); None: off (classic
     preemption: reclaim while borrowing only by `borrow_within_cohort`)."""
@@ -378,6 +417,7 @@ class Cluster(Frozen):
 
 __all__ = [
     "NODE_LEVEL",
+    "AdmissionFairSharing",
     "BorrowWithinCohort",
     "Cluster",
     "Cohort",
@@ -389,6 +429,7 @@ __all__ = [
     "FairSharing",
     "FlavorFungibility",
     "Layer",
+    "LocalQueue",
     "Network",
     "Node",
     "NodeShape",

@@ -238,6 +238,9 @@ class Job(Frozen):
     2^(priority/100)."""
     submitted_at: Seconds = 0.0
     """When it was submitted, seconds (the clock of `Queue.now`)."""
+    local_queue: Identifier | None = None
+    """The Kueue LocalQueue (`Cluster.local_queues`) it was submitted to, of its tenant; None: none
+    named (admission fair sharing then counts it with no usage history)."""
     deadline: Seconds | None = None
     """When it should have finished, seconds (reported, not yet enforced); None: none."""
     gang: bool | None = None

@@ -141,6 +141,7 @@ def cluster_problems(cluster: Cluster) -> list[InputIssue]:
                 out.append(InputIssue(f"tenants[{i}].quotas.{flavor}", "unknown_reference", why))
     out.extend(_overlapping_quota_keys(cluster, models, resources))
     out.extend(_cohort_problems(cluster, models, resources, set(rf_names)))
+    out.extend(_local_queue_problems(cluster, resources))
 
     out.extend(_running_problems(cluster))
     return out
@@ -220,6 +221,30 @@ def _cohort_problems(cluster: Cluster, models: set[str], resources: set[str], fl
             why = _quota_key_problem(key, models, resources, flavors)
             if why:
                 out.append(InputIssue(f"cohorts[{i}].quotas.{key}", "unknown_reference", why))
+    return out
+
+
+def _local_queue_problems(cluster: Cluster, resources: set[str]) -> list[InputIssue]:
+    """LocalQueues: unique names, a defined tenant, usage of known resources (`gpu` or a resource);
+    admission fair sharing's resource weights of known resources."""
+    out: list[InputIssue] = []
+    for dup in _duplicates(q.name for q in cluster.local_queues):
+        out.append(InputIssue("local_queues", "duplicate_id", f"local queue {dup!r} defined twice"))
+    tenants = {t.name for t in cluster.tenants}
+    known = resources | {"gpu"}
+    for i, q in enumerate(cluster.local_queues):
+        if q.tenant not in tenants:
+            out.append(InputIssue(f"local_queues[{i}].tenant", "unknown_reference",
+                                  f"tenant {q.tenant!r} is not defined"))
+        for name in q.consumed:
+            if name not in known:
+                out.append(InputIssue(f"local_queues[{i}].consumed.{name}", "unknown_reference",
+                                      f"{name!r} is neither gpu nor a resource of a node"))
+    afs = cluster.admission_fair_sharing
+    for name in afs.resource_weights if afs is not None else ():
+        if name not in known:
+            out.append(InputIssue(f"admission_fair_sharing.resource_weights.{name}", "unknown_reference",
+                                  f"{name!r} is neither gpu nor a resource of a node"))
     return out
 
 
@@ -371,6 +396,14 @@ def job_problems(job: Job, path: str, cluster: Cluster, *, check_fit: bool = Tru
     tenants = {t.name for t in cluster.tenants}
     if tenants and job.tenant not in tenants:
         out.append(InputIssue(f"{path}.tenant", "unknown_reference", f"tenant {job.tenant!r} is not defined"))
+    if job.local_queue is not None:
+        queue = next((q for q in cluster.local_queues if q.name == job.local_queue), None)
+        if queue is None:
+            out.append(InputIssue(f"{path}.local_queue", "unknown_reference",
+                                  f"local queue {job.local_queue!r} is not in local_queues"))
+        elif queue.tenant != job.tenant:
+            out.append(InputIssue(f"{path}.local_queue", "tenant_mismatch",
+                                  f"local queue {job.local_queue!r} feeds tenant {queue.tenant!r}, not {job.tenant!r}"))
     level_names = {*cluster.topology.levels, NODE_LEVEL}
     if job.topology is not None and job.topology.level not in level_names:
         out.append(InputIssue(f"{path}.topology.level", "unknown_reference", f"level {job.topology.level!r} unknown"))

@@ -38,10 +38,15 @@ class TargetOrdering:
     def __init__(self, p: Problem, preemptor: int, candidates: list[JobSpec]) -> None:
         self.p = p
         self.preemptor = preemptor
+        rt = preemption.running_table(p)
         self.queues: dict[int, list[JobSpec]] = {}
-        """Per tenant: its candidates, in the order given (Kueue's `CandidatesOrdering`)."""
+        """Per tenant: its candidates in Kueue's `CandidatesOrdering` within one ClusterQueue
+        (highest LocalQueue usage with admission fair sharing, lowest priority, latest start, id)."""
         for v in candidates:
             self.queues.setdefault(v.tenant, []).append(v)
+        for queue in self.queues.values():
+            queue.sort(key=lambda v: (-float(rt.queue_usage[v.index]), v.priority, -float(rt.started[v.index]),
+                                      int(rt.id_rank[v.index])))
         self.pruned_tenants: set[int] = set()
         self.pruned_cohorts: set[int] = set()
         k = int(p.tenant_cohort[preemptor])
@@ -50,7 +55,6 @@ class TargetOrdering:
         while k >= 0:
             self.path.add(k)
             k = int(p.cohort_parent[k])
-        rt = preemption.running_table(p)
         self._rank = lambda v: (v.tenant == preemptor, v.priority, -float(rt.started[v.index]),
                                 int(rt.id_rank[v.index]))
 

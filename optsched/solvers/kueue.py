@@ -110,6 +110,8 @@ class KueueEngine(GreedyEngine):
         """Quota usage held for pending preemptors (`_hold_capacity`), per tenant and flavor."""
         self._trials: dict[tuple[int, tuple[int, ...], bool], Attempt | None] = {}
         """Outcomes of trial placements since the round's state last changed (`_fits_without`)."""
+        self.queue_usage = fairshare.QueueUsage(p)
+        """The LocalQueues' admission fair-sharing usage, penalties of this round's admissions included."""
         self._out: set[int] = set()
         """Running jobs (indices) out of the ledger for the trial last run (`_trial_release`):
         consecutive trials move from one victim set to the next, `_restore` ends the series."""
@@ -538,24 +540,51 @@ class KueueEngine(GreedyEngine):
 
     # ------------------------------------------------------------------ the round
     def iter_jobs(self) -> Iterator[JobSpec]:
-        """Kueue's order: each tenant's queue by priority then age; among the heads, one that fits
-        without borrowing first, then priority, then age (re-evaluated as jobs are admitted)."""
-        queues: dict[int, list[JobSpec]] = {}
+        """Kueue's order: each tenant's queue by priority then age (with admission fair sharing,
+        by its LocalQueues' usage first: `_next_of`); among the heads, one that fits without
+        borrowing first, then priority, then age (re-evaluated as jobs are admitted)."""
+        queues: dict[int, dict[str | None, list[JobSpec]]] = {}
+        """Per tenant, per LocalQueue (one list, keyed None, where usage does not order the
+        tenant's jobs): its pending jobs by priority, then age."""
         for j in sorted(self.p.jobs, key=lambda j: (-j.priority, j.submitted_at, j.index)):
-            queues.setdefault(j.tenant, []).append(j)
-        heads = {t: 0 for t in queues}
+            lq = j.spec.local_queue if self.queue_usage.orders(j.tenant) else None
+            queues.setdefault(j.tenant, {}).setdefault(lq, []).append(j)
+        for lqs in queues.values():
+            for jobs in lqs.values():
+                jobs.reverse()  # popped from the end
+        heads = {t: self._next_of(lqs) for t, lqs in queues.items()}
 
         def order(t: int) -> tuple[bool, float, int, float, int]:
-            head = queues[t][heads[t]]
+            head = heads[t]
             borrows = self._borrows_with(head)
             return borrows, self._share_with(head) if borrows else 0.0, -head.priority, head.submitted_at, head.index
 
         while heads:
             t = min(heads, key=order)
-            yield queues[t][heads[t]]
-            heads[t] += 1
-            if heads[t] == len(queues[t]):
+            job = heads[t]
+            yield job
+            lq = job.spec.local_queue if self.queue_usage.orders(t) else None
+            queues[t][lq].pop()
+            if not queues[t][lq]:
+                del queues[t][lq]
+            if queues[t]:
+                heads[t] = self._next_of(queues[t])
+            else:
                 del heads[t]
+
+    def _next_of(self, lqs: dict[str | None, list[JobSpec]]) -> JobSpec:
+        """A tenant's head: of its LocalQueues' heads, the lowest usage, then priority, then age
+        (Kueue's `queueOrderingFunc`; one queue where usage does not order them)."""
+        usage = self.queue_usage.usage
+        return min((jobs[-1] for jobs in lqs.values()),
+                   key=lambda j: (usage(j.spec.local_queue) if len(lqs) > 1 else 0.0, -j.priority, j.submitted_at,
+                                  j.index))
+
+    def record(self, job: JobSpec, replicas: list[PlacedReplica]) -> None:
+        """The base engine's accounting, and the admitted job's entry penalty on its LocalQueue's
+        usage (admission fair sharing)."""
+        super().record(job, replicas)
+        self.queue_usage.admitted(job, replicas)
 
     def _blocked_by_priority(self, job: JobSpec, att: Attempt) -> Attempt:
         """The deferral of a job that preemption could not help: `priority` when evicting the

@@ -1,5 +1,6 @@
-"""Kueue's dominant resource shares (pkg/cache/scheduler/fair_sharing.go), for fair-sharing
-preemption (`Cluster.fair_sharing`; KEP-1714).
+"""Kueue's fair sharing: dominant resource shares for fair-sharing preemption
+(`Cluster.fair_sharing`; pkg/cache/scheduler/fair_sharing.go, KEP-1714), and LocalQueue usage for
+admission fair sharing (`Cluster.admission_fair_sharing`; `QueueUsage`).
 
 The share of a node of a cohort tree (a tenant, or a cohort with a parent) with usage `used`:
 per resource (GPUs, or one of `Problem.resources`), what it borrows, summed over the flavors
@@ -14,12 +15,13 @@ ancestors"): in a flat cohort, the tenants themselves.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from optsched.ledger import EPS, cohort_tree
-from optsched.problem import BArray, FArray, Problem
+from optsched.ledger import EPS, PlacedReplica, cohort_tree
+from optsched.problem import BArray, FArray, JobSpec, Problem
 
 FINAL_SHARE = "less_than_or_equal_to_final_share"
 """Rule S2-a: the preemptor's share with its job is at most the target's share after the eviction."""
@@ -135,3 +137,67 @@ def strategy_holds(name: str, preemptor_share: float, target_before: float, targ
 def strategy_passes(p: Problem, preemptor_share: float, target_before: float, target_after: float) -> bool:
     """Whether some configured strategy holds (`strategy_holds`)."""
     return any(strategy_holds(name, preemptor_share, target_before, target_after) for name in strategies(p))
+
+
+# ---------------------------------------------------------------------------- admission fair sharing
+# Kueue's admission fair sharing (pkg/util/admissionfairsharing, pkg/cache/queue/cluster_queue.go
+# `queueOrderingFunc`; docs/concepts/admission_fair_sharing.md). In a tenant (ClusterQueue) with
+# `admission_fair_sharing`, when the cluster configures it, pending jobs are ordered by their
+# LocalQueue's usage, lowest first, then as usual (priority, then age). A LocalQueue's usage is its
+# decayed consumption (`LocalQueue.consumed`) plus the entry penalties of the jobs admitted since,
+# each resource weighted (`resource_weights`, 1 when not listed) and summed in Kueue's units
+# (cores, bytes, devices), divided by the queue's weight (0: infinite). An admitted job's penalty
+# is its requests x ``1 - 0.5^(sampling interval / half life)`` (Kueue's `CalculateEntryPenalty`).
+# A job naming no LocalQueue has usage 0. Kueue also orders preemption candidates of one
+# ClusterQueue from different LocalQueues by usage, highest first (preemption/common/ordering.go).
+
+KUEUE_UNIT = {"cpu": 1e-3, "memory": float(1 << 20)}
+"""Factor from optsched's unit to Kueue's for the usage sum: millicores to cores, MiB to bytes
+(Kueue sums `Quantity.AsApproximateFloat64`); other resources and GPUs count as they are."""
+
+
+class QueueUsage:
+    """The LocalQueues' admission fair-sharing usage over a round, penalties included."""
+
+    def __init__(self, p: Problem) -> None:
+        self.p = p
+        afs = p.cluster.admission_fair_sharing
+        self.on = afs is not None
+        self.tenants = {i for i, t in enumerate(p.cluster.tenants) if t.admission_fair_sharing} if self.on else set()
+        """Tenants whose queues it orders."""
+        self.alpha = 0.0 if afs is None or afs.usage_half_life_s <= 0 else \
+            1.0 - 0.5 ** (afs.usage_sampling_interval_s / afs.usage_half_life_s)
+        self.weights = dict(afs.resource_weights) if afs is not None else {}
+        self.queues = {q.name: q for q in p.cluster.local_queues}
+        self.penalty: dict[str, dict[str, float]] = {}
+        """Per LocalQueue: entry penalties of the jobs admitted this round, optsched's units."""
+
+    def orders(self, tenant: int) -> bool:
+        """Whether the tenant's pending jobs are ordered by LocalQueue usage."""
+        return tenant in self.tenants
+
+    def usage(self, queue: str | None) -> float:
+        """The LocalQueue's usage now (0 for none)."""
+        if queue is None or queue not in self.queues:
+            return 0.0
+        q = self.queues[queue]
+        added = self.penalty.get(queue, {})
+        total = 0.0
+        for name in sorted(set(q.consumed) | set(added)):  # sorted, as Kueue sums them
+            amount = q.consumed.get(name, 0.0) + added.get(name, 0.0)
+            total += self.weights.get(name, 1.0) * amount * KUEUE_UNIT.get(name, 1.0)
+        return math.inf if q.weight <= 0 else total / q.weight
+
+    def admitted(self, job: JobSpec, replicas: list[PlacedReplica]) -> None:
+        """Add the entry penalty of an admitted job (its placed replicas' requests) to its queue."""
+        queue = job.spec.local_queue
+        if queue is None or not self.orders(job.tenant) or not self.alpha:
+            return
+        added = self.penalty.setdefault(queue, {})
+        for r in replicas:
+            g = job.groups[r.group]
+            if g.gpu:
+                added["gpu"] = added.get("gpu", 0.0) + self.alpha * g.gpu
+            for name, amount in zip(self.p.resources, g.req.tolist(), strict=True):
+                if amount:
+                    added[name] = added.get(name, 0.0) + self.alpha * amount

@@ -141,6 +141,9 @@ class RunningTable:
     """GPUs the job holds."""
     on_node: Any
     """scipy.sparse CSR (running, nodes): 1 where the job has a replica."""
+    queue_usage: np.ndarray
+    """Its LocalQueue's admission fair-sharing usage at the round's start (`fairshare.QueueUsage`;
+    0 where its tenant does not order by it): Kueue's candidate order within a ClusterQueue."""
 
 
 def running_table(p: Problem) -> RunningTable:
@@ -159,6 +162,7 @@ def _running_table(p: Problem) -> RunningTable:
     on_node = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(run), p.n_nodes))
     on_node.data[:] = 1.0  # duplicates (several replicas on one node) summed: back to 0/1
     order = sorted(range(len(run)), key=lambda k: run[k].id)
+    usage = fairshare.QueueUsage(p)
     id_rank = np.empty(len(run), dtype=np.int64)
     id_rank[order] = np.arange(len(run))
     table = RunningTable(
@@ -169,9 +173,11 @@ def _running_table(p: Problem) -> RunningTable:
         preemptible=np.array([j.preemptible for j in run], dtype=bool),
         id_rank=id_rank, held=held,
         lost=np.array([lost_work(p, j) for j in run], dtype=float),
-        gpus=np.array([p.gpus_of(j.placements) for j in run], dtype=float), on_node=on_node)
+        gpus=np.array([p.gpus_of(j.placements) for j in run], dtype=float), on_node=on_node,
+        queue_usage=np.array([usage.usage(j.spec.local_queue) if usage.orders(j.tenant) else 0.0 for j in run],
+                             dtype=float))
     for a in (table.tenant, table.priority, table.submitted, table.started, table.preemptible, id_rank, held,
-              table.lost, table.gpus):
+              table.lost, table.gpus, table.queue_usage):
         a.setflags(write=False)
     return table
 
@@ -805,12 +811,17 @@ def kueue_order(p: Problem, victims: list[JobSpec], rt: RunningTable | None = No
 def candidate_order(p: Problem, running: np.ndarray, tenant: int) -> np.ndarray:
     """Positions in `p.running` (`running`) sorted as Kueue's `CandidatesOrdering` sorts the
     preemption candidates of a workload of `tenant` (pkg/scheduler/preemption/common/ordering.go):
-    other ClusterQueues' first, then lowest priority, then the most recently started (quota
-    reserved last), then by id for a deterministic order. Kueue's first key, workloads already
-    being evicted, has no counterpart: nothing is mid-eviction at a round's start."""
+    other ClusterQueues' first, then, among the tenant's own with admission fair sharing, the
+    highest LocalQueue usage (`RunningTable.queue_usage`), then lowest priority, then the most
+    recently started (quota reserved last), then by id for a deterministic order. Kueue's first
+    key, workloads already being evicted, has no counterpart: nothing is mid-eviction at a round's
+    start. Kueue compares LocalQueue usage also between two candidates of one other ClusterQueue;
+    here that key is applied per ClusterQueue where candidates are taken per ClusterQueue (fair
+    sharing's target ordering), not in this one list over several."""
     rt = running_table(p)
     own = rt.tenant[running] == tenant
-    order = np.lexsort((rt.id_rank[running], -rt.started[running], rt.priority[running], own))
+    afs = np.where(own, -rt.queue_usage[running], 0.0)
+    order = np.lexsort((rt.id_rank[running], -rt.started[running], rt.priority[running], afs, own))
     out: np.ndarray = running[order]
     return out
 

@@ -295,3 +295,33 @@ def test_workload_min_count_topology_and_what_is_not_read() -> None:
     with pytest.raises(InputError) as err:
         snapshot(nodes(1), [], workloads=[workload], config=CONFIG, now=NOW)
     assert err.value.problems[0].rule == "requires"
+
+
+def test_admission_fair_sharing_reads_local_queue_usage_and_orders_by_it() -> None:
+    """Kueue's admission_fair_sharing.md: a ClusterQueue with `admissionScope.admissionMode:
+    UsageBasedAdmissionFairSharing`, two LocalQueues whose `status.fairSharing.admissionFairSharing
+    Status.consumedResources` differ; the pods' LocalQueues become the jobs' `local_queue`, and the
+    `kueue` baseline admits the job of the less used queue first (quota for one: 8 GPUs)."""
+    m = manifests("kueue-provisioning-setup.yaml")
+    cq = m["ClusterQueue"][0]
+    cq = {**cq, "spec": {**cq["spec"], "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}}}
+    busy = local_queue("default", "busy", "cluster-queue") | {
+        "spec": {"clusterQueue": "cluster-queue", "fairSharing": {"weight": "2"}},
+        "status": {"fairSharing": {"admissionFairSharingStatus": {"consumedResources": {
+            "nvidia.com/gpu": "40", "cpu": "31999m"}}}}}
+    quiet = local_queue("default", "quiet", "cluster-queue") | {
+        "status": {"fairSharing": {"admissionFairSharingStatus": {"consumedResources": {"nvidia.com/gpu": "4"}}}}}
+    pods = [queued(name, "default", queue, gpus=8, cpu="1", memory="1Gi")
+            for name, queue in (("a-busy", "busy"), ("b-quiet", "quiet"))]
+    config = KubeConfig.model_validate({**CONFIG.model_dump(), "kueue_admission_fair_sharing": {}})
+    snap = snapshot(nodes(2), pods, cluster_queues=[cq], local_queues=[busy, quiet],
+                    resource_flavors=m["ResourceFlavor"], config=config, now=NOW)
+    assert snap.cluster.tenants[0].admission_fair_sharing
+    queues = {q.name: q for q in snap.cluster.local_queues}
+    assert queues["default/busy"].weight == 2.0
+    assert queues["default/busy"].consumed == {"gpu": 40.0, "cpu": 31999.0}
+    assert {j.local_queue for j in snap.queue.jobs} == {"default/busy", "default/quiet"}
+    plan = solve(snap.cluster, snap.queue, solver="kueue", time_limit=2.0)
+    assert check(snap.cluster, snap.queue, plan) == []
+    admitted = {p.job for p in plan.placements}
+    assert len(admitted) == 1 and "quiet" in next(iter(admitted))

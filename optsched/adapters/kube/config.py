@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from optsched.model.base import Frozen, Identifier, NonNeg, Positive
-from optsched.model.cluster import PreemptionPolicy
+from optsched.model.cluster import AdmissionFairSharing, FairSharing, PreemptionPolicy
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 """The label Kueue's Topology uses for its lowest level; it is optsched's `node` pseudo-level."""
@@ -127,6 +127,12 @@ class KubeConfig(Frozen):
     annotation says otherwise."""
     count_pods: bool = True
     """Count each replica as one of the node's allocatable `pods` (kube-scheduler's pod limit)."""
+    kueue_fair_sharing: FairSharing | None = None
+    """Kueue's Configuration `fairSharing` (in the kueue-manager-config ConfigMap, not an API object):
+    with Kueue's objects, the cluster's `fair_sharing`; None: off."""
+    kueue_admission_fair_sharing: AdmissionFairSharing | None = None
+    """Kueue's Configuration `admissionFairSharing`: with Kueue's objects, the cluster's
+    `admission_fair_sharing`; None: off."""
 
     def quota_resource(self, name: str) -> str:
         """The resource part of a quota key for a Kubernetes resource name, as requests name it

@@ -64,10 +64,18 @@ class KueueRead:
     refs: dict[str, str] = field(default_factory=dict)
     """Tenant name -> `ClusterQueue/<name>` (what errors name)."""
 
+    local_queues: list[dict[str, Any]] = field(default_factory=list)
+    """LocalQueue documents (`<namespace>/<name>`, tenant, weight, consumed usage)."""
+
     def tenant_of(self, namespace: str, labels: dict[str, str]) -> str | None:
         """The ClusterQueue of the pod's LocalQueue, or None when it names none that exists."""
         queue = labels.get(QUEUE_LABEL)
         return self.cluster_queue_of.get((namespace, queue)) if queue else None
+
+    def local_queue_of(self, namespace: str, labels: dict[str, str]) -> str | None:
+        """The pod's LocalQueue as `<namespace>/<name>`, or None when it names none that exists."""
+        queue = labels.get(QUEUE_LABEL)
+        return f"{namespace}/{queue}" if queue and (namespace, queue) in self.cluster_queue_of else None
 
 
 def _quotas(obj: dict[str, Any], ref: str, config: KubeConfig, problems: Problems) -> dict[str, dict[str, float]]:
@@ -99,6 +107,29 @@ def _quotas(obj: dict[str, Any], ref: str, config: KubeConfig, problems: Problem
                         quota[doc_name] = in_units(rname, amount)
                 out[key] = quota
     return out
+
+
+def _local_queue(obj: dict[str, Any], ref: str, name: str, tenant: str, config: KubeConfig,
+                 problems: Problems) -> dict[str, Any]:
+    """A LocalQueue document: its fair-sharing weight (`spec.fairSharing.weight`, default 1) and its
+    decayed usage (`status.fairSharing.admissionFairSharingStatus.consumedResources`, in optsched's
+    units: an accelerator resource as `gpu`)."""
+    doc: dict[str, Any] = {"name": name, "tenant": tenant}
+    weight = get(obj, "spec.fairSharing.weight", (str, int, float), ref, problems)
+    if weight is not None:
+        amount = quantity(weight, ref, "spec.fairSharing.weight", problems)
+        if amount is not None:
+            doc["weight"] = float(amount)
+    where = "status.fairSharing.admissionFairSharingStatus.consumedResources"
+    consumed: dict[str, float] = {}
+    for rname, value in (get(obj, where, dict, ref, problems) or {}).items():
+        amount = quantity(value, ref, f"{where}.{rname}", problems)
+        if amount is not None:
+            key = config.quota_resource(str(rname))
+            consumed[key] = consumed.get(key, 0.0) + in_units(str(rname), amount)
+    if consumed:
+        doc["consumed"] = consumed
+    return doc
 
 
 def _preemption(obj: dict[str, Any], ref: str, problems: Problems) -> dict[str, Any]:
@@ -170,6 +201,12 @@ def read_kueue(cluster_queues: list[dict[str, Any]], local_queues: list[dict[str
                                   "flavor_fungibility": _fungibility(obj, ref, problems)}
         if cohort:
             tenant["cohort"] = cohort
+        mode = get(obj, "spec.admissionScope.admissionMode", str, ref, problems)
+        if mode == "UsageBasedAdmissionFairSharing":
+            tenant["admission_fair_sharing"] = True
+        elif mode not in (None, "NoAdmissionFairSharing"):
+            problems.add(ref, "spec.admissionScope.admissionMode", "enum",
+                         f"{mode!r} is not UsageBasedAdmissionFairSharing or NoAdmissionFairSharing")
         weight = get(obj, "spec.fairSharing.weight", (str, int, float), ref, problems)
         if weight is not None:
             amount = quantity(weight, ref, "spec.fairSharing.weight", problems)
@@ -203,6 +240,7 @@ def read_kueue(cluster_queues: list[dict[str, Any]], local_queues: list[dict[str
             problems.add(ref, "spec.clusterQueue", "unknown_reference", f"ClusterQueue {target!r} was not given")
             continue
         out.cluster_queue_of[(namespace, name)] = target
+        out.local_queues.append(_local_queue(obj, ref, f"{namespace}/{name}", target, config, problems))
     for obj in workload_priority_classes:
         ref = reference(obj, "WorkloadPriorityClass")
         name = get(obj, "metadata.name", str, ref, problems)

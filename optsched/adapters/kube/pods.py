@@ -95,6 +95,8 @@ class PodRead:
     total_count: int | None
     topology: dict[str, str] | None = None
     """The job's topology wish from Kueue's TAS annotations (`{"level": ..., "mode": ...}`)."""
+    local_queue: str | None = None
+    """Its Kueue LocalQueue as `<namespace>/<name>`, when Kueue's objects are given and it names one."""
 
 
 @dataclass
@@ -330,8 +332,10 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
                          f"PriorityClass {class_name!r} was not given")
         priority = classes[0].get(class_name, classes[1]) if class_name else classes[1]
     tenant = labels.get(config.tenant_label, "default") if config.tenant_label else "default"
+    local_queue = None
     if kueue is not None:
         tenant = kueue.tenant_of(namespace, labels) or UNMANAGED
+        local_queue = kueue.local_queue_of(namespace, labels)
         workload_class = labels.get(PRIORITY_LABEL)
         if workload_class is not None:
             if workload_class in kueue.priorities:
@@ -373,7 +377,7 @@ def read_pod(obj: dict[str, Any], config: KubeConfig, nodes: NodesRead, classes:
         pod=PodRef(namespace, name, get(obj, "metadata.uid", str, ref, problems)),
         job_key=f"{namespace}/{group_value or name}", grouped=group_value is not None,
         role=annotations.get(ROLE_ANNOTATION) or first_key(config.role_keys, labels, annotations), group=group,
-        tenant=tenant, priority=priority,
+        tenant=tenant, priority=priority, local_queue=local_queue,
         created=timestamp(raw(obj, "metadata.creationTimestamp"), ref, "metadata.creationTimestamp", problems) or 0.0,
         started=timestamp(raw(obj, "status.startTime"), ref, "status.startTime", problems),
         node=node, devices=_devices(annotations, ref, problems),
@@ -424,14 +428,15 @@ def _job_doc(job_id: str, pods: list[PodRead], groups: list[tuple[str, dict[str,
              problems: Problems) -> dict[str, Any]:
     first = pods[0]
     for p in pods[1:]:
-        for attr in ("tenant", "priority", "topology"):
+        for attr in ("tenant", "priority", "topology", "local_queue"):
             if getattr(p, attr) != getattr(first, attr):
                 problems.add(str(p.pod), "metadata", "inconsistent_group",
                              f"{attr} {getattr(p, attr)!r} differs from {getattr(first, attr)!r} of {first.pod} "
                              f"in the same job {job_id!r}")
     topology = {"topology": first.topology} if first.topology is not None else {}
+    queue = {"local_queue": first.local_queue} if first.local_queue is not None else {}
     return {
-        **topology, "id": job_id, "tenant": first.tenant, "priority": first.priority,
+        **topology, **queue, "id": job_id, "tenant": first.tenant, "priority": first.priority,
         "submitted_at": min(p.created for p in pods),
         "groups": [{"name": name, "replicas": {"min": len(members), "max": len(members)}, **doc}
                    for name, doc, members in groups],

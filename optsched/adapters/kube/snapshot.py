@@ -180,7 +180,9 @@ def snapshot(nodes: Iterable[Any], pods: Iterable[Any], priority_classes: Iterab
     else:
         tenants = list(kueue.tenants) + ([{"name": UNMANAGED}] if UNMANAGED in tenant_names else [])
         tenant_refs = [kueue.refs[t["name"]] for t in kueue.tenants] + ["Tenant/" + UNMANAGED]
-        extra = {"resource_flavors": kueue.resource_flavors, "cohorts": kueue.cohorts}
+        extra = {"resource_flavors": kueue.resource_flavors, "cohorts": kueue.cohorts,
+                 "local_queues": kueue.local_queues, "fair_sharing": config.kueue_fair_sharing,
+                 "admission_fair_sharing": config.kueue_admission_fair_sharing}
     cluster = problems.build(Cluster, {
         "topology": read.topology, "device_models": read.device_models, "nodes": read.nodes,
         "images": read.images, "tenants": tenants, "running": pods_read.running, **extra}, "Cluster", "")

@@ -843,3 +843,48 @@ def test_local_queues_are_checked_at_the_door() -> None:
     with pytest.raises(InputError) as exc:
         load_queue(json.dumps({"now": 100.0, "jobs": jobs}), cluster)
     assert ("jobs[0].local_queue", "unknown_reference") in {(i.path, i.rule) for i in exc.value.problems}
+
+
+FAIR_TREE_CASES: dict[str, tuple[dict[str, dict[str, Any]], list[dict[str, Any]], FairCase]] = {
+    "hierarchical preemption": (
+        {"a": cq("LEFT", 1, reclaim=ANY) | {"weight": 2.0}, "b": cq("LEFT", 1), "c": cq("ROOT", 1), "d": cq("RIGHT", 1),
+         "e": cq("RIGHT", 1) | {"weight": 0.99}},
+        [{"name": "ROOT", "quotas": {"cpu": {"nominal": 5 * CPU}}},
+         {"name": "LEFT", "parent": "ROOT", "weight": 2.0, "quotas": {"cpu": {"nominal": 5 * CPU}}},
+         {"name": "RIGHT", "parent": "ROOT", "quotas": {"cpu": {"nominal": 5 * CPU}}}],
+        FairCase([(f"{t}{i}", t, i, 1.0) for t in "bcde" for i in range(1, 6)], ("a", 0, 5),
+                 {"b1": "reclaimed", "b2": "reclaimed", "c1": "reclaimed", "c2": "reclaimed", "e1": "reclaimed"})),
+    "borrowing cq in non-borrowing cohort is protected": (
+        {"a": cq("ROOT", 5, within=LOWER, reclaim=ANY) | {"weight": 10.0}, "b": cq("RIGHT", 0) | {"weight": 0.1}},
+        [{"name": "ROOT"}, {"name": "RIGHT", "parent": "ROOT", "weight": 0.1, "quotas": {"cpu": {"nominal": 1 * CPU}}}],
+        FairCase([("a1", "a", -1, 1), ("a2", "a", -1, 1), ("a3", "a", -1, 1), ("b1", "b", -1, 1)], ("a", 0, 5),
+                 {"a1": "preempted", "a2": "preempted", "a3": "preempted"})),
+    "forced to preempt within clusterqueue because borrowing workload too important": (
+        {"a": cq("ROOT", 5, within=LOWER, reclaim=LOWER) | {"weight": 10.0}, "b": cq("RIGHT", 0) | {"weight": 0.1}},
+        [{"name": "ROOT"}, {"name": "RIGHT", "parent": "ROOT", "weight": 0.1, "quotas": {"cpu": {"nominal": 3 * CPU}}}],
+        FairCase([("a1", "a", -1, 1), ("a2", "a", -1, 1), ("a3", "a", -1, 1), ("b1", "b", 100, 4)], ("a", 0, 4),
+                 {"a1": "preempted", "a2": "preempted", "a3": "preempted"})),
+    "deep preemption": (
+        {"a": cq("AAA", 0, reclaim=ANY), "b": cq("BBB", 0)},
+        [{"name": "ROOT"}, {"name": "A", "parent": "ROOT", "weight": 1.01}, {"name": "AA", "parent": "A"},
+         {"name": "AAA", "parent": "AA"}, {"name": "B", "parent": "ROOT", "weight": 0.99}, {"name": "BB", "parent": "B"},
+         {"name": "BBB", "parent": "BB"}, {"name": "C", "parent": "ROOT"}, {"name": "CC", "parent": "C"},
+         {"name": "CCC", "parent": "CC"}, {"name": "CCCC", "parent": "CCC", "quotas": {"cpu": {"nominal": 1 * CPU}}}],
+        FairCase([("b1", "b", 0, 1)], ("a", 0, 1), {"b1": "reclaimed"})),
+}
+"""TestFairPreemptions' cases on cohort trees (Cohort objects with weights): the target ordering
+walks the tree by share and compares the two tenants' almost least common ancestors."""
+
+
+@pytest.mark.parametrize("name", list(FAIR_TREE_CASES))
+def test_kueue_fair_preemption_tree_case(name: str) -> None:
+    """Kueue's targets on a cohort tree with fair sharing; cpsat is valid and no worse."""
+    queues, cohorts, case = FAIR_TREE_CASES[name]
+    cluster, queue = _fair_round(FairCase(case.admitted, case.incoming, queues=queues))
+    cluster = Cluster.model_validate({**cluster.model_dump(), "cohorts": cohorts})
+    p = compile_problem(cluster, queue)
+    plan = solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert {ev.job: ev.reason for ev in plan.evictions} == case.preempted
+    assert any(pl.job == "in" for pl in plan.placements) == bool(case.preempted)
+    cpsat_no_worse_than_kueue(p, plan)

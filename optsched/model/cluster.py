@@ -296,6 +296,9 @@ class Cohort(Frozen):
     """The cohort above it; None: a root."""
     quotas: dict[Identifier, Quota] = Field(default_factory=dict)
     """The cohort's own quota per flavor (keys as `Tenant.quotas`), shared by its subtree."""
+    weight: Positive = 1.0
+    """Fair-share weight (Kueue's `spec.fairSharing.weight`) of the cohort against its siblings
+    under fair sharing."""
 
 
 class Tenant(Frozen):

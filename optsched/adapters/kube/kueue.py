@@ -222,6 +222,13 @@ def read_kueue(cluster_queues: list[dict[str, Any]], local_queues: list[dict[str
         if name is None:
             continue
         doc: dict[str, Any] = {"name": name, "quotas": _quotas(obj, ref, config, problems)}
+        weight = get(obj, "spec.fairSharing.weight", (str, int, float), ref, problems)
+        if weight is not None:
+            amount = quantity(weight, ref, "spec.fairSharing.weight", problems)
+            if amount is not None and amount > 0:
+                doc["weight"] = float(amount)
+            elif amount is not None:
+                out.ignored.append(f"{ref}.spec.fairSharing.weight: 0 is not modelled; weight 1 is used")
         parent = get(obj, "spec.parentName", str, ref, problems) or get(obj, "spec.parent", str, ref, problems)
         if parent:
             doc["parent"] = parent

@@ -7,8 +7,8 @@ per resource (GPUs, or one of `Problem.resources`), what it borrows, summed over
 counting that resource, each flavor's borrowed amount being its usage past its subtree quota (a
 tenant's nominal quota; a cohort's subtree quota, `ledger.cohort_tree`); divided by what its
 parent could lend of that resource (Kueue's `potentialAvailable`, summed over the flavors), times
-1,000; the largest over resources, divided by the node's weight (a tenant's `weight`, 1 for a
-cohort). A node without a parent, or borrowing nothing, has share 0. Shares are compared between
+1,000; the largest over resources, divided by the node's weight (`Tenant.weight`,
+`Cohort.weight`). A node without a parent, or borrowing nothing, has share 0. Shares are compared between
 the two nodes just below the lowest cohort that holds both tenants (Kueue's "almost least common
 ancestors"): in a flat cohort, the tenants themselves.
 """
@@ -66,8 +66,10 @@ def shares(p: Problem, used: FArray) -> Shares:
         borrowed = used[t] - p.nominal[t]
         out.tenant[t], out.tenant_borrows[t] = _share(p, borrowed, lendable[p.tenant_cohort[t]], EPS)
         out.tenant[t] /= float(p.tenant_weight[t])
+    weight = {c.name: c.weight for c in p.cluster.cohorts}
     for k in np.flatnonzero(p.cohort_parent >= 0).tolist():
         out.cohort[k], out.cohort_borrows[k] = _share(p, u[k] - sq[k], lendable[p.cohort_parent[k]], EPS)
+        out.cohort[k] /= weight.get(p.cohort_names[k], 1.0)
     return out
 
 

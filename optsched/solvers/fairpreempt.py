@@ -14,11 +14,13 @@ With `Cluster.fair_sharing`, a job whose quota needs preemption takes its target
    strategy (S2-a by default): the first that passes goes and the target is chosen afresh; the
    ones that fail are kept for the second strategy.
 4. The second strategy (S2-b) takes at most one candidate per target tenant, from those kept.
-5. Once the job fits its quota, targets are given back in reverse order while it still fits
+5. Once the job fits, targets are given back in reverse order while it still fits
    (`fillBackWorkloads`).
 
-Kueue stops there (pods are placed by kube-scheduler afterwards); the `kueue` engine then places
-the job with the targets released and checks the plan's rules.
+"Fits" is Kueue's `workloadFits`: the quota, and with topology-aware scheduling a topology
+assignment of the pods; here the `kueue` engine's trial placement on its flavors' nodes (a round
+places its jobs), with the quota checked first. The engine then places the job with the targets
+released and checks the plan's rules.
 """
 
 from __future__ import annotations
@@ -117,10 +119,12 @@ class TargetOrdering:
 
 
 def fair_targets(p: Problem, job: JobSpec, need: FArray, candidates: list[JobSpec], used: FArray,
-                 fits: Callable[[FArray], bool]) -> list[JobSpec]:
+                 fits: Callable[[FArray, list[JobSpec]], bool]) -> list[JobSpec]:
     """Kueue's fair-sharing targets (module docstring) for `job` needing quota `need`, from
-    `candidates` (Kueue's order) with quota usage `used` (without the job); `fits(u)`: whether the
-    job's quota fits with usage `u` (the job included). Empty when no targets make it fit."""
+    `candidates` (Kueue's order) with quota usage `used` (without the job); `fits(u, targets)`:
+    whether the job fits with quota usage `u` (the job included) and `targets` gone (Kueue's
+    `workloadFits`: its quota, and with topology-aware scheduling its pods' domains; here the
+    engine's placement). Empty when no targets make it fit."""
     a = job.tenant
     now = used.copy()
     now[a] += need
@@ -133,7 +137,7 @@ def fair_targets(p: Problem, job: JobSpec, need: FArray, candidates: list[JobSpe
     def take(v: JobSpec) -> bool:
         now[v.tenant] -= preemption.held_flavors(p, v)
         targets.append(v)
-        return fits(now)
+        return fits(now, targets)
 
     def shares_of(t: int) -> tuple[float, float, tuple[str, int]]:
         node_a, node_t = fairshare.almost_lcas(p, a, t)
@@ -175,7 +179,7 @@ def fair_targets(p: Problem, job: JobSpec, need: FArray, candidates: list[JobSpe
     for i in range(len(targets) - 2, -1, -1):  # `fillBackWorkloads`
         v = targets[i]
         now[v.tenant] += preemption.held_flavors(p, v)
-        if fits(now):
+        if fits(now, targets[:i] + targets[i + 1:]):
             del targets[i]
         else:
             now[v.tenant] -= preemption.held_flavors(p, v)

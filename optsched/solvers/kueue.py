@@ -409,8 +409,15 @@ class KueueEngine(GreedyEngine):
         p = self.p
         touched = np.zeros_like(self.ledger.quota_used, dtype=bool)
         touched[job.tenant] = need > 0
-        targets = fairpreempt.fair_targets(p, job, need, [v for v, _ in cands], self.ledger.quota_used,
-                                           lambda used: not quota.problems(p, used, touched))
+
+        def fits(used: FArray, targets: list[JobSpec]) -> bool:  # quota first, then a trial placement
+            return not quota.problems(p, used, touched) and \
+                self._fits_without(job, targets, allow_borrow=True, keep=False) is not None
+
+        try:
+            targets = fairpreempt.fair_targets(p, job, need, [v for v, _ in cands], self.ledger.quota_used, fits)
+        finally:
+            self._restore()
         if not targets:
             return None
         att = self._fits_without(job, targets, allow_borrow=True, keep=True)

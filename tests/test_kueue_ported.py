@@ -41,6 +41,7 @@ from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Plan, Queue
 from optsched.problem import Problem, compile_problem
 from optsched.solvers.cpsat import solve_cpsat
+from optsched.solvers.greedy import solve_greedy
 from optsched.solvers.kueue import solve_kueue
 
 CPU = 1000
@@ -888,3 +889,21 @@ def test_kueue_fair_preemption_tree_case(name: str) -> None:
     assert {ev.job: ev.reason for ev in plan.evictions} == case.preempted
     assert any(pl.job == "in" for pl in plan.placements) == bool(case.preempted)
     cpsat_no_worse_than_kueue(p, plan)
+
+
+@pytest.mark.parametrize(("name", "reclaims"), [
+    ("reclaim borrowable quota from user using the most", 1),
+    ("can preempt a combination of same CQ and highest user", 1),
+    ("preempt from different cluster queues if the end result has a smaller max share", 2),
+    ("can't preempt when it would switch the imbalance", 0),
+])
+def test_cpsat_reclaims_under_fair_sharing_on_its_own(name: str, reclaims: int) -> None:
+    """The model's fair-sharing reclaims (P2f), from a start plan without evictions (best-fit as
+    `hint`): cpsat reclaims as many jobs as Kueue does where a strategy allows it (its victims may
+    differ at equal cost), none where no strategy does, and the validator accepts the plan."""
+    cluster, queue = _fair_round(FAIR_CASES[name])
+    p = compile_problem(cluster, queue)
+    plan = solve_cpsat(p, time_limit=5.0, hint=solve_greedy(p, "best-fit"))
+    assert check_problem(p, plan) == []
+    assert sum(ev.reason == "reclaimed" for ev in plan.evictions) == reclaims
+    assert any(pl.job == "in" for pl in plan.placements) == bool(reclaims)

@@ -29,6 +29,17 @@ def primary_values(r: RoundModel) -> dict[int, int]:
     return out
 
 
+def hint_failure(r: RoundModel, status: str) -> str:
+    """The fallback reason of a start plan the model could not complete (status `status`):
+    INFEASIBLE is a model bug, except where the model is a known restriction of the rules that
+    the start plan may use: fair-sharing reclaims above nominal (P2f, docs/formulation.md)."""
+    reclaims = any(ev.reason == "reclaimed" for ev in (r.hint.evictions if r.hint is not None else []))
+    if r.p.cluster.fair_sharing is not None and reclaims:
+        return (f"hint completion {status} (the start plan reclaims under fair sharing, which the model "
+                "restricts: P2f; else a model bug if INFEASIBLE)")
+    return f"hint completion {status} (a model bug if INFEASIBLE)"
+
+
 def complete_hint(r: RoundModel, time_limit: float, seed: int) -> tuple[str, list[int] | None]:
     """Complete the hint plan into a value for every model variable.
 

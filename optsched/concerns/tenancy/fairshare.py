@@ -73,6 +73,15 @@ def shares(p: Problem, used: FArray) -> Shares:
     return out
 
 
+def lendable(p: Problem) -> FArray:
+    """Kueue's `potentialAvailable` per cohort and flavor (cohorts x flavors): what a tenant of the
+    cohort could borrow at most, the denominator of its share (it depends on quotas only)."""
+    if not len(p.flavors) or not len(p.cohort_names):
+        return np.zeros((len(p.cohort_names), len(p.flavors)))
+    _, sq, _, lq = cohort_tree(p, np.zeros((len(p.tenant_names), len(p.flavors))))
+    return _potential_available(p, sq, lq)
+
+
 def _potential_available(p: Problem, sq: FArray, lq: FArray) -> FArray:
     """Kueue's `potentialAvailable` per cohort and flavor: a root's subtree quota; below it, the
     cohort's local quota plus its parent's, capped by its subtree quota plus its borrowing limit."""

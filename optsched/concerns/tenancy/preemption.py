@@ -714,6 +714,8 @@ def cpsat(r: RoundModel) -> None:
     vias: dict[int, list[tuple[JobSpec, Any]]] = {}  # per victim: (reclaimer, "it may reclaim the victim")
     r.device_plan.update(may_evict=capped, uses=used_as, via=vias)  # for rule 10 (`serving.cpsat`)
     rt = running_table(p)
+    fair_model = fairshare.enabled(p) and not p.hierarchical and len(p.flavors) > 0
+    fair_pairs: list[tuple[JobSpec, JobSpec, int, str, Any]] = []  # (preemptor, victim, flavor, strategy, literal)
     for victim in r.evictable:
         k = p.running_index[victim.id]
         keep = r.keep[k]
@@ -737,6 +739,15 @@ def cpsat(r: RoundModel) -> None:
                 m.add(both <= may)
             via.append(both)
             vias[k].append((j, both))
+        if fair_model and who.flavor >= 0:  # fair sharing: a reclaim by a preemptor above nominal (P2f)
+            for j in who.nominal:
+                for strategy in fairshare.strategies(p):
+                    both = m.new_bool_var(f"fair[{j.index},{k},{strategy}]")
+                    m.add(both <= uses_literal(r, j, who.flavor, used_as))
+                    m.add(both <= may_evict_literal(r, j, capped))
+                    via.append(both)
+                    vias[k].append((j, both))
+                    fair_pairs.append((j, victim, who.flavor, strategy, both))
         m.add(rec <= r.sum(via))
         if who.flavor >= 0:
             reclaimed.setdefault(victim.tenant, []).append((victim, rec, who.flavor))
@@ -759,8 +770,9 @@ def cpsat(r: RoundModel) -> None:
         if ev.reason == "reclaimed" and ev.job not in inside:
             v = p.running[p.running_index[ev.job]]
             used_before[v.tenant] -= held_flavors(p, v)
+    orders: dict[int, dict[str, int]] = {}
     for t, items in reclaimed.items():  # P3, in Kueue's candidate order (`kueue_order`)
-        rank = {o.id: n for n, o in enumerate(kueue_order(p, [o for o, _, _ in items], rt))}
+        rank = orders[t] = {o.id: n for n, o in enumerate(kueue_order(p, [o for o, _, _ in items], rt))}
         for victim, rec, f in items:
             others = [(round(held_flavors(p, o)[f] * 1000), rr) for o, rr, _ in items
                       if rank[o.id] < rank[victim.id]]
@@ -772,6 +784,8 @@ def cpsat(r: RoundModel) -> None:
             if not others:
                 continue
             m.add(r.wsum((v for _, v in others), (c for c, _ in others)) <= borrowed - 1).only_enforce_if(rec)
+    if fair_pairs:
+        _fair_share_cpsat(r, fair_pairs, reclaimed, orders, used_before)
     r.add_term("disruption", total_lost - r.wsum((v for _, v in lost_terms), (c for c, _ in lost_terms)),
                DISRUPTION_SCALE, maximise=False)
     r.term_ub["disruption"] = total_lost
@@ -784,6 +798,85 @@ def cpsat(r: RoundModel) -> None:
         r.term_ub["victim_priority"] = sum(ranks)
         r.add_term("evictions", len(lost_terms) - r.sum(v for _, v in lost_terms), 1.0, maximise=False)
         r.term_ub["evictions"] = len(lost_terms)
+
+
+FAIR_SCALE = 10_000
+"""Integer scale of the fair-sharing share comparison (P2f): both sides' coefficients are scaled so
+that the larger is this, rounded against the reclaim (the preemptor's up, the victim's down)."""
+
+FAIR_MARGIN = 1e-5
+"""Relative and absolute margin of a strict comparison (S2-b alone) in P2f: above the validator's
+tolerance (`ledger.EPS` x share)."""
+
+
+def _fair_share_cpsat(r: RoundModel, pairs: list[tuple[JobSpec, JobSpec, int, str, Any]],
+                      reclaimed: dict[int, list[tuple[JobSpec, Any, int]]], orders: dict[int, dict[str, int]],
+                      used_before: FArray) -> None:
+    """P2f, fair sharing in a flat cohort: ``fair[j,k]`` (j reclaims k without ending within its
+    nominal quota) only when a configured strategy holds (`fair_share_problems`), in a sound
+    restriction. The preemptor's share with its usage is bounded above: per resource R,
+    ``X[j,R] = Σ_{f∈R} b[j,f]`` with ``b[j,f] ≥ start[t_j,f] + use[j,f] − nominal[t_j,f]``, ``b ≥ 0``
+    (its own preempted jobs not subtracted). The victim's tenant's share is bounded below by the
+    resource R_k of the reclaimed flavor alone, its borrowing summed with sign:
+    ``Y[k] = Σ_{f∈R_k} (start[t_k,f] − nominal[t_k,f] − held[k,f] − Σ_{o before k} held[o,f] rec[o])``
+    over its tenant's reclaims before k in Kueue's order (P3). S2-a (when configured):
+    ``X[j,R] · L_{R_k} w_k ≤ Y[k] · L_R w_j`` and ``Y[k] ≥ 0``, L the cohort's lendable per
+    resource (`fairshare.lendable`), w the weights; S2-b: the same with ``Y`` before k's removal
+    and a margin (`FAIR_MARGIN`). One literal per configured strategy: either lets j reclaim k.
+    Units: usage x 1000, as the quota rows."""
+    p, m = r.p, r.model
+    start = running_usage_before(p)
+    res = p.flavor_resource
+    lend = fairshare.lendable(p)
+    excess: dict[tuple[int, int], Any] = {}
+
+    def over(j: JobSpec, f: int) -> Any:  # b[j,f]: j's tenant's usage past nominal with j's usage added
+        got = excess.get((j.index, f))
+        if got is None:
+            base = round((start[j.tenant, f] - p.nominal[j.tenant, f]) * 1000)
+            keys = r.job_keys(j.index)
+            coefs = [round(flavor_use(p, j.groups[key[1]], key[2])[f] * 1000) for key in keys]
+            use = r.wsum((r.y[key] for key, c in zip(keys, coefs, strict=True) if c), (c for c in coefs if c))
+            most = max(0, base) + sum(c * j.groups[key[1]].rmax for key, c in zip(keys, coefs, strict=True))
+            got = excess[(j.index, f)] = m.new_int_var(0, max(0, most), f"fair_over[{j.index},{f}]")
+            m.add(got >= base + use)
+        return got
+
+    for j, victim, f_k, strategy, lit in pairs:
+        final = strategy == fairshare.FINAL_SHARE
+        a, b = j.tenant, victim.tenant
+        cohort = int(p.tenant_cohort[b])
+        r_k = int(res[f_k])
+        group_k = np.flatnonzero(res == r_k)
+        lend_k = float(lend[cohort, group_k].sum())
+        if lend_k <= 0:
+            m.add(lit == 0)
+            continue
+        held = held_flavors(p, victim)
+        rank = orders[b]
+        y_const = sum(round((used_before[b, f] - p.nominal[b, f] - (held[f] if final else 0.0)) * 1000)
+                      for f in group_k.tolist())
+        earlier = [(round(float(held_flavors(p, o)[group_k].sum()) * 1000), rec) for o, rec, _ in reclaimed[b]
+                   if rank[o.id] < rank[victim.id]]
+        earlier = [(c, v) for c, v in earlier if c]
+        y = y_const - r.wsum((v for _, v in earlier), (c for c, _ in earlier)) if earlier else y_const
+        m.add(y >= 0).only_enforce_if(lit)
+        may_use = possible_flavors(p, j)
+        for r_a in np.unique(res).tolist():  # every resource: the share is the largest over them
+            group_a = np.flatnonzero(res == r_a)
+            lend_a = float(lend[cohort, group_a].sum())
+            if lend_a <= 0:
+                continue
+            alpha = lend_k * float(p.tenant_weight[b])  # on the preemptor's borrowing
+            beta = lend_a * float(p.tenant_weight[a])  # on the victim's tenant's
+            if not final:
+                beta *= 1.0 - FAIR_MARGIN
+            top = max(alpha, beta)
+            ca, cb = math.ceil(alpha / top * FAIR_SCALE), math.floor(beta / top * FAIR_SCALE)
+            x_terms = [over(j, f) if may_use[f] else max(0, round((start[a, f] - p.nominal[a, f]) * 1000))
+                       for f in group_a.tolist()]
+            margin = 0 if final else math.ceil(FAIR_MARGIN * FAIR_SCALE * alpha * beta / top)
+            m.add(ca * r.sum(x_terms) + margin <= cb * y).only_enforce_if(lit)
 
 
 def priority_ranks(p: Problem) -> np.ndarray:

@@ -43,6 +43,7 @@ from optsched.model.stats import ModelStats, StepStats
 from optsched.objective import EXACT, Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.roundmodel.build import MAX_EVICTABLE
+from optsched.roundmodel.hint import hint_failure
 from optsched.roundmodel.variables import RoundModel
 from optsched.solvers.contract import RunSpec, SolverInfo
 from optsched.solvers.cpsat import evictions, neighbourhood
@@ -175,7 +176,7 @@ def _why_not(r: RoundModel, out: Outcome) -> str:
     if out.result == "build timeout":
         return f"time limit reached while building ({out.build_error})"
     if out.result.startswith("hint "):
-        return f"hint completion {out.hint_status} (a model bug if INFEASIBLE)"
+        return hint_failure(r, str(out.hint_status))
     if out.result.startswith("no solution"):
         phase = " (phase 1)" if out.result.endswith("(phase 1)") else ""
         invalid = r.model.validate() if out.status == cp_model.MODEL_INVALID else ""  # a model bug: say why

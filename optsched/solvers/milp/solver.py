@@ -49,7 +49,7 @@ from optsched.objective import EXACT, TIE_BREAKS, Objective, ObjectiveSpec
 from optsched.problem import Problem
 from optsched.roundmodel.build import MAX_EVICTABLE, encode_all
 from optsched.roundmodel.decode import decode
-from optsched.roundmodel.hint import complete_hint, primary_values, solve_fixed
+from optsched.roundmodel.hint import complete_hint, hint_failure, primary_values, solve_fixed
 from optsched.roundmodel.variables import BuildTimeout, RoundModel
 from optsched.solvers.contract import RunSpec, SolverInfo
 from optsched.solvers.incumbent import Start, starting_plan
@@ -172,7 +172,7 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, budget: Budget, seed: i
     hint_status, values = complete_hint(r, HINT_SHARE * max(budget.left(SOLVE_BY), 0.0), seed)
     model["hint_status"] = hint_status
     if values is None and hint_status != "UNKNOWN":
-        return finish(fallback, "fallback", reason=f"hint completion {hint_status} (a model bug if INFEASIBLE)",
+        return finish(fallback, "fallback", reason=hint_failure(r, hint_status),
                       model=ModelStats(**model), milp=MilpStats(**milp))
     t0 = time.perf_counter()
     if t0 + TRANSLATE_SHARE * milp["model_s"] > budget.at(MILP_TRANSLATE_BY):

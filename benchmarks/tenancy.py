@@ -119,9 +119,8 @@ def main() -> None:
             print("fair sharing", fair_rows[-1], flush=True)
     fair = ("\n## With Kueue's fair sharing\n\nThe same rounds with `fair_sharing` on (Kueue's default strategies, "
             "S2-a then S2-b; tenant weights research 2, product 2, platform 1): a tenant above nominal reclaims "
-            "by comparing dominant resource shares instead of by `borrow_within_cohort` (docs/rules.md). The "
-            "models make no fair-sharing reclaims while borrowing (their reclaims are within nominal); the kueue "
-            "plan is among cpsat's start plans.\n\n"
+            "by comparing dominant resource shares instead of by `borrow_within_cohort` (docs/rules.md); cpsat's "
+            "model states the strategies in a sound restriction (P2f, docs/formulation.md).\n\n"
             + table(["seed", "solver", "wall s", "admitted value", "x kueue", "jobs", "evictions", "lost GPU-h",
                      "lost work", "x kueue", "fairness", "deferred"], fair_rows) + "\n")
     changed = [[seed, *before[seed], *next(r[3:4] + r[6:8] for r in rows if r[0] == seed and r[1] == "kueue")]

@@ -101,7 +101,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern("fairshare", fairshare, search=(fairshare.shares,),
             missing=(("check", "fair-sharing reclaims are in preemption's rule (`preemption.fair_share_problems`)"),
                      ("term", "Kueue's dominant resource shares order preemption; the `fairness` term is quota's DRF"),
-                     ("encodings", "the models make no fair-sharing reclaims while borrowing (docs/formulation.md)"))),
+                     ("encodings", "fair-sharing reclaims are in preemption's encoding (P2f, docs/formulation.md)"))),
     Concern("value", value, term=value.term, encodings=("value",), search=(value.replica_value,),
             missing=(("check", "admitted value is scored, not constrained"),)),
     Concern("cost", cost, term=cost.term, encodings=("provisioning", "cost"),

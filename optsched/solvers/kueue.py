@@ -35,6 +35,13 @@ and preemption.md of kubernetes-sigs/kueue):
   `borrow_within_cohort` preempts only within its nominal quota: not at all when a flavor whose
   quota needs preemption is requested beyond nominal (Kueue's `fitsResourceQuota`: `noFit`; rule
   5 of the validator).
+- **Fair sharing** (`Cluster.fair_sharing`): a job whose quota needs preemption takes Kueue's
+  fair-sharing targets instead (`optsched.solvers.fairpreempt`: target tenants by dominant
+  resource share down the cohort tree, the configured strategies, fill-back), with the engine's
+  trial placement as Kueue's topology check of `workloadFits`.
+- **Admission fair sharing** (`Cluster.admission_fair_sharing`): a tenant that enables it takes
+  its jobs in the order of their LocalQueues' usage, with an entry penalty per admission
+  (`fairshare.QueueUsage`).
 - **Capacity held for a pending preemptor.** A job whose quota needs preemption but that
   preempts nothing, in a tenant whose `reclaim_within_cohort` is not `any`, holds its request in
   its tenant's usage until the tenant's next job comes up (Kueue's cycle: one head per

@@ -239,7 +239,7 @@ class KueueEngine(GreedyEngine):
             usable = np.zeros(p.n_nodes, dtype=bool)
             for g in job.groups:
                 usable |= eligibility.mask(p, job, g)
-            ok &= (rt.on_node @ usable.astype(float)) > 0
+            ok &= preemption.touching(rt, usable)
         same_t = rt.tenant == job.tenant
         lower = rt.priority < job.priority
         newer_equal = (rt.priority == job.priority) & (rt.submitted > job.submitted_at)

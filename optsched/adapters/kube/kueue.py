@@ -109,6 +109,20 @@ def _quotas(obj: dict[str, Any], ref: str, config: KubeConfig, problems: Problem
     return out
 
 
+def _fair_weight(obj: dict[str, Any], ref: str, doc: dict[str, Any], out: KueueRead, problems: Problems) -> None:
+    """`spec.fairSharing.weight` of a ClusterQueue or Cohort as the document's `weight`; 0 (Kueue:
+    such a node borrows at an infinite share) is not modelled: weight 1, listed as ignored."""
+    weight = get(obj, "spec.fairSharing.weight", (str, int, float), ref, problems)
+    if weight is None:
+        return
+    amount = quantity(weight, ref, "spec.fairSharing.weight", problems)
+    if amount is not None and amount > 0:
+        doc["weight"] = float(amount)
+    elif amount is not None:
+        out.ignored.append(f"{ref}.spec.fairSharing.weight: 0 (an infinite share when borrowing) is not "
+                           "modelled; weight 1 is used")
+
+
 def _local_queue(obj: dict[str, Any], ref: str, name: str, tenant: str, config: KubeConfig,
                  problems: Problems) -> dict[str, Any]:
     """A LocalQueue document: its fair-sharing weight (`spec.fairSharing.weight`, default 1) and its
@@ -207,14 +221,7 @@ def read_kueue(cluster_queues: list[dict[str, Any]], local_queues: list[dict[str
         elif mode not in (None, "NoAdmissionFairSharing"):
             problems.add(ref, "spec.admissionScope.admissionMode", "enum",
                          f"{mode!r} is not UsageBasedAdmissionFairSharing or NoAdmissionFairSharing")
-        weight = get(obj, "spec.fairSharing.weight", (str, int, float), ref, problems)
-        if weight is not None:
-            amount = quantity(weight, ref, "spec.fairSharing.weight", problems)
-            if amount is not None and amount > 0:
-                tenant["weight"] = float(amount)
-            elif amount is not None:
-                out.ignored.append(f"{ref}.spec.fairSharing.weight: 0 (Kueue lends such a queue everything) is "
-                                   "not modelled; weight 1 is used")
+        _fair_weight(obj, ref, tenant, out, problems)
         out.tenants.append(tenant)
         out.refs[name] = ref
     for obj in cohorts:
@@ -222,13 +229,7 @@ def read_kueue(cluster_queues: list[dict[str, Any]], local_queues: list[dict[str
         if name is None:
             continue
         doc: dict[str, Any] = {"name": name, "quotas": _quotas(obj, ref, config, problems)}
-        weight = get(obj, "spec.fairSharing.weight", (str, int, float), ref, problems)
-        if weight is not None:
-            amount = quantity(weight, ref, "spec.fairSharing.weight", problems)
-            if amount is not None and amount > 0:
-                doc["weight"] = float(amount)
-            elif amount is not None:
-                out.ignored.append(f"{ref}.spec.fairSharing.weight: 0 is not modelled; weight 1 is used")
+        _fair_weight(obj, ref, doc, out, problems)
         parent = get(obj, "spec.parentName", str, ref, problems) or get(obj, "spec.parent", str, ref, problems)
         if parent:
             doc["parent"] = parent

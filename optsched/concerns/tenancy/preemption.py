@@ -139,11 +139,19 @@ class RunningTable:
     """GPU-equivalent hours an eviction loses (`lost_work`: the `disruption` term)."""
     gpus: np.ndarray
     """GPUs the job holds."""
-    on_node: Any
-    """scipy.sparse CSR (running, nodes): 1 where the job has a replica."""
+    place_job: np.ndarray
+    place_node: np.ndarray
+    """Per replica of a running job: the job (its index) and its node."""
     queue_usage: np.ndarray
     """Its LocalQueue's admission fair-sharing usage at the round's start (`fairshare.QueueUsage`;
     0 where its tenant does not order by it): Kueue's candidate order within a ClusterQueue."""
+
+
+def touching(rt: RunningTable, nodes: BArray) -> BArray:
+    """Per running job: whether one of its replicas sits on one of `nodes` (a node mask)."""
+    hit = nodes[rt.place_node]
+    out: BArray = np.bincount(rt.place_job[hit], minlength=len(rt.tenant)) > 0
+    return out
 
 
 def running_table(p: Problem) -> RunningTable:
@@ -152,15 +160,11 @@ def running_table(p: Problem) -> RunningTable:
 
 
 def _running_table(p: Problem) -> RunningTable:
-    from scipy import sparse
-
     run = p.running
     n_f = len(p.flavors)
     held = np.array([_held(p, j) for j in run], dtype=float).reshape(len(run), n_f)
-    rows = [k for k, j in enumerate(run) for _ in j.placements]
-    cols = [pl.node for j in run for pl in j.placements]
-    on_node = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(run), p.n_nodes))
-    on_node.data[:] = 1.0  # duplicates (several replicas on one node) summed: back to 0/1
+    place_job = np.array([k for k, j in enumerate(run) for _ in j.placements], dtype=np.int64)
+    place_node = np.array([pl.node for j in run for pl in j.placements], dtype=np.int64)
     order = sorted(range(len(run)), key=lambda k: run[k].id)
     usage = fairshare.QueueUsage(p)
     id_rank = np.empty(len(run), dtype=np.int64)
@@ -173,11 +177,12 @@ def _running_table(p: Problem) -> RunningTable:
         preemptible=np.array([j.preemptible for j in run], dtype=bool),
         id_rank=id_rank, held=held,
         lost=np.array([lost_work(p, j) for j in run], dtype=float),
-        gpus=np.array([p.gpus_of(j.placements) for j in run], dtype=float), on_node=on_node,
+        gpus=np.array([p.gpus_of(j.placements) for j in run], dtype=float), place_job=place_job,
+        place_node=place_node,
         queue_usage=np.array([usage.usage(j.spec.local_queue) if usage.orders(j.tenant) else 0.0 for j in run],
                              dtype=float))
     for a in (table.tenant, table.priority, table.submitted, table.started, table.preemptible, id_rank, held,
-              table.lost, table.gpus, table.queue_usage):
+              table.lost, table.gpus, table.queue_usage, place_job, place_node):
         a.setflags(write=False)
     return table
 

@@ -16,10 +16,9 @@ more.
 
 from __future__ import annotations
 
-import time
-
 from pydantic import BaseModel, ConfigDict
 
+from optsched import clock
 from optsched.arguments import require_time_limit
 from optsched.budget import EXACT_BOUND_SHARE, estimate_build_s
 from optsched.errors import InputError, InputIssue
@@ -68,10 +67,10 @@ def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float
         raise InputError([InputIssue("objective", "no_bound",
                                      "a bound exists for admitted_value only: use it alone or first in a "
                                      f"lexicographic order (got {objective!r})")])
-    start = time.perf_counter()
+    start = clock.now()
     got = value_bound(p, relaxed_base(p), time_limit=time_limit)
     value, method, model_status = got.value, "lp-aggregate", None
-    left = start + time_limit - time.perf_counter()
+    left = start + time_limit - clock.now()
     build_s = estimate_build_s(p, p.n_nodes, provision=False)  # every eligible node a candidate
     if exact or (exact is None and build_s <= EXACT_BOUND_SHARE * left):
         from optsched.solvers.milp import model_bound  # lazy: HiGHS's MILP only when it runs
@@ -79,7 +78,7 @@ def bound_problem(p: Problem, objective: ObjectiveSpec = None, time_limit: float
         tight, model_status = model_bound(p, left)
         if tight is not None and (value is None or tight < value):
             value, method = tight, "milp-round"
-    return Bound(term=first, value=value, method=method, status=got.status, seconds=time.perf_counter() - start,
+    return Bound(term=first, value=value, method=method, status=got.status, seconds=clock.now() - start,
                  lp_value=got.value, model_status=model_status)
 
 

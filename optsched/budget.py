@@ -21,9 +21,9 @@ neighbourhoods (`cpsat`), between the back ends (`auto`), whether the exact roun
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
+from optsched import clock
 from optsched.problem import Problem
 
 # ---------------------------------------------------------------------------- estimates
@@ -238,7 +238,7 @@ PARETO_CHECK_PER_EVALUATION = 0.25
 
 @dataclass(frozen=True)
 class Budget:
-    """One call's clock: `start` (perf_counter seconds) and `limit` (seconds), with each phase's
+    """One call's clock: `start` (`clock.now()` seconds) and `limit` (seconds), with each phase's
     deadline (module docstring)."""
 
     start: float
@@ -247,7 +247,7 @@ class Budget:
     @classmethod
     def from_now(cls, limit: float, started: float | None = None) -> Budget:
         """The budget of a call that began at `started` (default: now)."""
-        return cls(time.perf_counter() if started is None else started, limit)
+        return cls(clock.now() if started is None else started, limit)
 
     @property
     def end(self) -> float:
@@ -260,11 +260,11 @@ class Budget:
 
     def left(self, share: float = 1.0) -> float:
         """Seconds from now until `at(share)` (negative when past)."""
-        return self.at(share) - time.perf_counter()
+        return self.at(share) - clock.now()
 
     def elapsed(self) -> float:
         """Seconds since the start."""
-        return time.perf_counter() - self.start
+        return clock.now() - self.start
 
     def start_share(self, whole_model: bool) -> float:
         """Share of the limit by which the start plan's extra candidates end."""
@@ -284,8 +284,8 @@ class Budget:
         return self.limit / max(GREEDY_SECONDS_PER_JOB * len(p.jobs), 1e-12)
 
     def fits_greedy_passes(self, p: Problem, passes: float, by: float) -> bool:
-        """Whether `passes` greedy passes started now end before `by` (perf_counter seconds)."""
-        return time.perf_counter() + passes * GREEDY_SECONDS_PER_JOB * len(p.jobs) < by
+        """Whether `passes` greedy passes started now end before `by` (`clock.now()` seconds)."""
+        return clock.now() + passes * GREEDY_SECONDS_PER_JOB * len(p.jobs) < by
 
     def kueue_preempts_share(self, p: Problem) -> float:
         """Share of the limit in which the Kueue candidate may preempt (`KUEUE_PREEMPTS`)."""
@@ -293,7 +293,7 @@ class Budget:
 
     def fits_value_bound(self, p: Problem) -> bool:
         """Whether the value bound (LP) started now should end within the limit."""
-        return time.perf_counter() + LP_SECONDS_PER_JOB * len(p.jobs) < self.end
+        return clock.now() + LP_SECONDS_PER_JOB * len(p.jobs) < self.end
 
 
 __all__ = ["DOMAIN_FROM_BUILD_S", "Budget", "candidate_cap", "estimate_build_s", "slot_candidates"]

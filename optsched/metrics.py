@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from optsched import clock
 from optsched.concerns import TERMS, cost
 from optsched.model.cluster import Cluster
 from optsched.model.plan import OBJECTIVE_TERMS, Plan
@@ -45,6 +46,7 @@ class Metrics(BaseModel):
 
 def evaluate_problem(problem: Problem, plan: Plan) -> Metrics:
     """Metrics of `plan` against an already compiled problem."""
+    clock.charge(clock.EVALUATE_S * (len(problem.jobs) + len(problem.running)))  # deterministic mode's measure
     view = PlanView(problem, plan)
     values: dict[str, float] = {}
     for _name, fn in TERMS:

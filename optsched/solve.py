@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 
+from optsched import clock
 from optsched.arguments import require_seed, require_time_limit
 from optsched.errors import InputError, InputIssue
 from optsched.latency import gc_paused
@@ -53,7 +55,7 @@ def solve_problem(p: Compiled, *, solver: str = "auto", objective: ObjectiveSpec
         start_plan = adapt(p, initial_plan)
     run = RunSpec(objective=objective, time_limit=time_limit, seed=seed, started=start, num_workers=num_workers,
                   initial_plan=start_plan, deterministic=deterministic)
-    with gc_paused():
+    with gc_paused(), (clock.work_clock(start) if deterministic else nullcontext()):
         plan = info.run(p, run)
     if why is not None:
         stats = plan.solver.model_copy(update={"name": f"auto:{plan.solver.name}", "auto": why})
@@ -114,9 +116,13 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         (`cpsat`, `milp`, `auto`) start from it instead of running the baselines first; the
         baselines ignore it.
     deterministic:
-        CP-SAT's reproducible parallel search: the same inputs, seed and workers give the same
-        plan whenever the search ends before the time limit (a search cut by the clock depends on
-        how far it got).
+        The same inputs, seed and workers give the same plan: every decision that reads the time
+        (which baselines run, whole model or neighbourhoods, how many steps, how long each search)
+        reads a work clock that advances by the work done (`optsched.clock`), CP-SAT searches are
+        limited by deterministic time and run their workers interleaved, HiGHS by iterations and
+        nodes. The call can then end past `time_limit` on a loaded machine
+        (benchmarks/results/timelimit.md). Without it, `seed` fixes the solvers' random choices
+        but not how far a search gets in the time: plans can differ from call to call.
     """
     start = time.perf_counter()
     p = compile_problem(cluster, queue)

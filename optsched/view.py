@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optsched import clock
 from optsched.concerns.base import Violation
 from optsched.ledger import Ledger, PlacedReplica
 from optsched.model.plan import Eviction, Plan
@@ -32,6 +33,7 @@ class PlanView:
 
     def __init__(self, problem: Problem, plan: Plan) -> None:
         p = problem
+        clock.charge(clock.VIEW_S * (len(p.jobs) + len(p.running)))  # deterministic mode's measure of it
         self.problem = p
         self.plan = plan
         self.reference_violations: list[Violation] = []

@@ -27,11 +27,11 @@ never gets the plan).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from optsched import clock
 from optsched.check import check_problem
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import preemption, serving
@@ -197,7 +197,7 @@ class DomainEngine(GreedyEngine):
         placed: dict[str, list[PlacedReplica]] = {}
         on_node: dict[int, set[int]] = {}
         for victim in preemption.kueue_order(p, [p.running[v] for v in victims]):
-            if time.perf_counter() > deadline:
+            if clock.now() > deadline:
                 break
             who = preemption.preemptors(p, victim)
             first = victims[victim.index]
@@ -369,7 +369,7 @@ s for 1,473 jobs on mixed-cloud-10k)."""
 
 def assign(p: Problem, cells: Cells, sol: DomainSolution, *, deadline: float) -> Assigned | str:
     """The plan of the domain model's decision `sol` (module docstring), ready by `deadline`
-    (perf_counter seconds) when the estimates hold, or why there is none: the plan failed the
+    (`clock.now()` seconds) when the estimates hold, or why there is none: the plan failed the
     validator (a bug). Jobs the placement did not reach in time are deferred (`time_limit`)."""
     engine = DomainEngine(p, cells, sol)
     placing_until = deadline - CHECK_SECONDS_PER_JOB * (len(p.jobs) + len(p.running))
@@ -385,7 +385,7 @@ def assign(p: Problem, cells: Cells, sol: DomainSolution, *, deadline: float) ->
         if not stuck and not taken_off:
             break
         if not stuck:  # place them anywhere (a placement never unserves an eviction; naming judges the rest)
-            if time.perf_counter() >= placing_until:
+            if clock.now() >= placing_until:
                 break
             engine.order = [p.jobs[p.job_index[j]] for j in taken_off if j in deferred]
             taken_off = []

@@ -50,7 +50,6 @@ running job is migratable). Provisioning slots are cells of their own: the bound
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +57,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
+from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import preemption
 from optsched.domain.cells import Cells, build_cells, running_use, whole_freed
@@ -202,7 +202,7 @@ def _binding(p: Problem, job: JobSpec) -> tuple[int, frozenset[int]] | None:
 def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
     """Build the domain model of the round from its compiled arrays (module docstring); `lost_price`
     is the objective weight of a GPU-equivalent hour of lost work against a unit of admitted value."""
-    start = time.perf_counter()
+    start = clock.now()
     base = Ledger.with_running(p)
     cells = build_cells(p, base)
     n_cells, n_cls = cells.n, cells.n_classes
@@ -508,10 +508,11 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
     if n_y:
         upper[y_first:total] = x_ub[_cat_i(y_kind)]
     a, lo, hi = rows.matrix(total)
+    clock.charge(clock.NONZERO_S * a.nnz)  # deterministic mode's measure of the build
     bound_valid = not any(v.migratable for v in p.running)
     return DomainModel(p, cells, victims, kinds, cost, value, integrality, lower, upper, a, lo, hi, zg, zj, zb,
                        ze_flag, bin_slot[zb] if n_z else np.zeros(0, dtype=bool), z0, ep0, er0, y_first,
-                       _cat_i(y_kind), _cat_i(y_dom), time.perf_counter() - start, bound_valid)
+                       _cat_i(y_kind), _cat_i(y_dom), clock.now() - start, bound_valid)
 
 
 def value_bound(m: DomainModel, time_limit: float) -> float | None:
@@ -524,7 +525,7 @@ def value_bound(m: DomainModel, time_limit: float) -> float | None:
         return 0.0
     cons = [LinearConstraint(m.a, m.row_lo, m.row_hi)] if m.a.shape[0] else []
     res = milp(-m.value, constraints=cons, integrality=np.zeros_like(m.integrality), bounds=Bounds(m.lower, m.upper),
-               options={"time_limit": max(0.01, time_limit), "disp": False})
+               options=clock.scipy_highs_options(time_limit))
     if res.status != 0 or res.fun is None:
         return None
     return max(0.0, -float(res.fun)) * (1 + 1e-9) + 1e-6
@@ -552,14 +553,14 @@ def _highs(m: DomainModel, upper: FArray, integral: bool) -> Any:
 
 
 def _mip(m: DomainModel, upper: FArray, end: float) -> tuple[FArray | None, float | None, str]:
-    """The MIP with highspy, run in a thread and abandoned at `end` (perf_counter seconds) plus a
+    """The MIP with highspy, run in a thread and abandoned at `end` (`clock.now()` seconds) plus a
     grace (`solvers.milp.highs.run_until`: HiGHS may run far past its own time limit in root
     heuristics; on the 102,400-GPU round it took 7.6 s for a 2.9 s limit): (solution or None, dual
     bound of the minimised objective or None, status)."""
-    from optsched.solvers.milp.highs import run_until
+    from optsched.solvers.milp.highs import run_until, set_limits
 
     h = _highs(m, upper, integral=True)
-    h.setOptionValue("time_limit", max(0.01, end - time.perf_counter()))
+    set_limits(h, end - clock.now())
     h.setOptionValue("mip_rel_gap", MIP_GAP)
     if not run_until(h, end):
         return None, None, "abandoned: HiGHS ran past the time limit"
@@ -576,9 +577,12 @@ def _lp_levels(m: DomainModel, upper: FArray, end: float, tolerance: float) -> t
     """The LP, then, from its basis (HiGHS's simplex warm start), the least lost work among
     solutions of at least (1 - tolerance) x its admitted value: (the second level's solution, or
     the first's when the second fails, the first level's optimum, status)."""
+    from optsched.solvers.milp.highs import charge_run, set_limits
+
     h = _highs(m, upper, integral=False)
-    h.setOptionValue("time_limit", max(0.01, end - time.perf_counter()))
+    set_limits(h, end - clock.now())
     h.run()
+    charge_run(h)
     sol = h.getSolution()
     if h.modelStatusToString(h.getModelStatus()) != "Optimal" or not sol.value_valid:
         return None, None, h.modelStatusToString(h.getModelStatus())
@@ -593,8 +597,9 @@ def _lp_levels(m: DomainModel, upper: FArray, end: float, tolerance: float) -> t
     cost[m.ep_first:m.ep_first + n_v] = lost
     cost[m.er_first:m.er_first + n_v] = lost
     h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost.astype(np.float64))
-    h.setOptionValue("time_limit", max(0.01, end - time.perf_counter()))
+    set_limits(h, end - clock.now())
     h.run()
+    charge_run(h)
     second = h.getSolution()
     if h.modelStatusToString(h.getModelStatus()) != "Optimal" or not second.value_valid:
         return first, dual, "optimal (the least lost work not found in time)"
@@ -703,7 +708,7 @@ def solve_model(m: DomainModel, time_limit: float, *, integral: bool = True, pro
     `least_lost_within` (a tolerance; LP only): the LP, then the least lost work among solutions
     within that share of its admitted value (the second level of "admitted value within a
     tolerance of its best, then the least lost work"); the bound is the first level's."""
-    start = time.perf_counter()
+    start = clock.now()
     if not len(m.cost):  # nothing to decide (no queued job): the empty plan, and a bound of 0
         return DomainSolution(status="optimal", value=0.0, bound=0.0 if m.bound_valid else None)
     upper = m.upper
@@ -717,11 +722,11 @@ def solve_model(m: DomainModel, time_limit: float, *, integral: bool = True, pro
     else:
         cons = [LinearConstraint(m.a, m.row_lo, m.row_hi)] if m.a.shape[0] else []
         res = milp(m.cost, constraints=cons, integrality=np.zeros_like(m.integrality), bounds=Bounds(m.lower, upper),
-                   options={"time_limit": max(0.01, time_limit), "disp": False})
+                   options=clock.scipy_highs_options(time_limit))
         x = res.x if res.status == 0 else None
         dual = res.fun if res.status == 0 else None
         status = "optimal" if res.status == 0 else str(res.message)
-    out = DomainSolution(status=status, seconds=time.perf_counter() - start)
+    out = DomainSolution(status=status, seconds=clock.now() - start)
     if dual is not None and np.isfinite(dual) and m.bound_valid and (provision or not m.z_slot.any()):
         # the objective's optimum (value - price x lost) <= -dual: the value alone is at most that
         # plus the price of every eviction

@@ -7,9 +7,9 @@ builds a model through it, within a deadline.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
+from optsched import clock
 from optsched.concerns import capacity, cost, devices, fabric, gang, locality, spread, value
 from optsched.concerns.tenancy import preemption, quota, serving
 from optsched.roundmodel.variables import BuildTimeout, RoundModel
@@ -41,28 +41,47 @@ MAX_EVICTABLE = 512
 
 def encode_all(r: RoundModel, deadline: float, variables_by: float) -> None:
     """Build the variables (by `variables_by`) and every encoding of `ENCODINGS`; BuildTimeout
-    past `deadline` (perf_counter seconds). Every sub-model is built this way."""
+    past `deadline` (`clock.now()` seconds). Every sub-model is built this way."""
+    size = _size(r)
     r.build_variables(deadline=variables_by)
+    size = _charge_growth(r, size)
     for name, encode in ENCODINGS:
-        if time.perf_counter() > deadline:
+        if clock.now() > deadline:
             raise BuildTimeout(name)
         encode(r)
+        size = _charge_growth(r, size)
+
+
+def _size(r: RoundModel) -> int:
+    """Variables and constraints in the model so far."""
+    return len(r.model.proto.variables) + len(r.model.proto.constraints)
+
+
+def _charge_growth(r: RoundModel, before: int) -> int:
+    """Charge the work clock for what the model grew by since `before` (`clock.VARIABLE_S` each);
+    returns its size now."""
+    after = _size(r)
+    clock.charge((after - before) * clock.VARIABLE_S)
+    return after
 
 
 
 
 def encode_timed(r: RoundModel, variables_by: float, deadline: float) -> dict[str, float]:
     """Build the whole round's model, timing each part: the variables by `variables_by`, then each
-    encoding only while the slowest part so far would still end before `deadline` (perf_counter
+    encoding only while the slowest part so far would still end before `deadline` (`clock.now()`
     seconds); BuildTimeout (naming the part) otherwise. Returns seconds per part."""
-    t0 = time.perf_counter()
+    t0 = clock.now()
+    size = _size(r)
     r.build_variables(deadline=variables_by)
-    build: dict[str, float] = {"variables": time.perf_counter() - t0}
+    size = _charge_growth(r, size)
+    build: dict[str, float] = {"variables": clock.now() - t0}
     for name, encode in ENCODINGS:
         slowest = max(build.values())  # the next encoding may take as long as the slowest so far
-        if time.perf_counter() + slowest > deadline:
+        if clock.now() + slowest > deadline:
             raise BuildTimeout(name)
-        t0 = time.perf_counter()
+        t0 = clock.now()
         encode(r)
-        build[name] = time.perf_counter() - t0
+        size = _charge_growth(r, size)
+        build[name] = clock.now() - t0
     return build

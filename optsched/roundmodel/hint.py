@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from optsched import clock
 from optsched.roundmodel.variables import RoundModel
 
 
@@ -68,12 +69,15 @@ def solve_fixed(r: RoundModel, fixed: dict[int, int], time_limit: float,
     pinned.clear_objective()
     pinned.clear_hints()
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
+    solver.parameters.max_time_in_seconds = clock.wall_limit(max(time_limit, 0.01))
+    if clock.deterministic():
+        solver.parameters.max_deterministic_time = max(time_limit, 0.01) / clock.CPSAT_SECONDS_PER_DET
     solver.parameters.random_seed = seed
     solver.parameters.num_workers = 1
     solver.parameters.cp_model_presolve = False  # every choice is fixed: propagation completes it
     solver.parameters.stop_after_first_solution = True
     status = solver.solve(pinned)
+    clock.charge_cpsat(solver.response_proto.deterministic_time)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver.status_name(status), None
     return solver.status_name(status), solver

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from optsched import clock
 from optsched.budget import slot_candidates
 from optsched.concerns import eligibility
 from optsched.ledger import Ledger
@@ -149,7 +150,6 @@ class RoundModel:
 
     def build_variables(self, deadline: float = float("inf")) -> None:
         """Admission and count variables for every job and candidate node (BuildTimeout past `deadline`)."""
-        import time
 
         m = self.model
         hinted: dict[tuple[str, str], set[int]] = defaultdict(set)
@@ -165,7 +165,7 @@ class RoundModel:
             for v, pls in by_node.items():
                 self.held.setdefault(v, []).append((self.keep[k], job, pls))
         for n, job in enumerate(self.jobs):
-            if n % 32 == 0 and time.perf_counter() > deadline:
+            if n % 32 == 0 and clock.now() > deadline:
                 raise BuildTimeout(f"variables ({n} of {len(self.jobs)} jobs)")
             j = job.index
             self.a[j] = m.new_bool_var(f"a[{j}]")

@@ -31,13 +31,13 @@ Quota, spread, ratios, interconnect groups and bandwidth are dropped, which only
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import coo_array
 
+from optsched import clock
 from optsched.concerns import eligibility
 from optsched.ledger import EPS, Ledger
 from optsched.problem import (
@@ -163,7 +163,7 @@ def relaxed_base(p: Problem) -> Ledger:
 def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
                 time_limit: float = 1.0) -> ValueBound:
     """Upper bound on the admitted value of any plan for the round (module docstring)."""
-    start = time.perf_counter()
+    start = clock.now()
     base = Ledger.with_running(p) if base is None else base
     real = ~p.node_provisioned & p.node_healthy
     classes = np.unique(p.node_model[real])
@@ -249,7 +249,7 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
             rows.add([z for _, z in devs], [float(q) for q, _ in devs], float(node_dev_free[in_cls].sum()))
 
     if n_vars == 0:
-        return ValueBound(0.0, time.perf_counter() - start, "optimal")
+        return ValueBound(0.0, clock.now() - start, "optimal")
     a_ub, b_ub = rows.matrix(False, n_vars)
     a_eq, b_eq = rows.matrix(True, n_vars)
     if integral:
@@ -260,8 +260,8 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
             cons.append(LinearConstraint(a_eq, b_eq, b_eq))
         res = milp(np.array(objective), constraints=cons, integrality=np.ones(n_vars),
                    bounds=Bounds(np.zeros(n_vars), np.floor(np.array(upper) + EPS)),
-                   options={"time_limit": max(0.01, time_limit - (time.perf_counter() - start)), "disp": False})
-        seconds = time.perf_counter() - start
+                   options=clock.scipy_highs_options(time_limit - (clock.now() - start)))
+        seconds = clock.now() - start
         dual = getattr(res, "mip_dual_bound", None)
         if dual is None or not np.isfinite(dual):
             return ValueBound(None, seconds, str(res.message))
@@ -272,7 +272,7 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
     res = linprog(np.array(objective), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
                   bounds=np.stack([np.zeros(n_vars), np.array(upper)], axis=1) if n_vars else None,
                   method="highs")
-    seconds = time.perf_counter() - start
+    seconds = clock.now() - start
     if res.status != 0:
         return ValueBound(None, seconds, str(res.message))
     value = max(0.0, -float(res.fun))

@@ -32,7 +32,7 @@ class RunSpec:
     """Seconds for the whole call, compiling included (counted from `started`)."""
     seed: int = 0
     started: float = 0.0
-    """When the call began (perf_counter seconds)."""
+    """When the call began (`clock.now()` seconds)."""
     num_workers: int = 2
     """Search workers (CP-SAT's); solvers without parallel search ignore it."""
     initial_plan: Plan | None = None

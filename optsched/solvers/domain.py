@@ -26,9 +26,9 @@ improves it neighbourhood by neighbourhood.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
+from optsched import clock
 from optsched.budget import Budget
 from optsched.domain.assign import Assigned, assign
 from optsched.domain.model import LOST_WEIGHT, DomainModel, DomainSolution, build_model, solve_model, value_bound
@@ -157,7 +157,7 @@ class DomainRun:
 
 def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, stretch: float | None = None) -> DomainRun:
     """Build, solve (the LP, then the MIP where it fits) and assign the domain model, the plan
-    ready by `until` (perf_counter seconds) when the estimates hold; by `stretch` (later) when the
+    ready by `until` (`clock.now()` seconds) when the estimates hold; by `stretch` (later) when the
     MIP fits by then and not by `until`. Where the MIP ran and time is left, the LP's rounding is
     placed too and the better plan kept (`BOTH_PLACED_MARGIN`). The bound is the model's value
     LP: computed apart when lost work is priced (a priced objective's dual bounds value only
@@ -165,18 +165,18 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, str
     price = lost_price(goal)
     m = build_model(p, price)
     reserve = ASSIGN_SECONDS_PER_JOB * len(p.jobs)
-    left = until - time.perf_counter() - reserve
+    left = until - clock.now() - reserve
     integral = False
     lp_least = 3 * LP_SECONDS_PER_COLUMN * len(m.cost)
     provision = "cost" not in goal.terms()  # new nodes cost nothing the objective counts
     within = least_lost_within(goal, m)
     # the LP first (with a tolerance: then the least lost work from its basis): a plan to keep
     sol = solve_model(m, max(lp_least, left), integral=False, provision=provision, least_lost_within=within)
-    left = until - time.perf_counter() - reserve
+    left = until - clock.now() - reserve
     need = 2 * MIP_SECONDS_PER_COLUMN * len(m.cost)
-    if stretch is not None and left * MIP_SHARE < need <= (stretch - time.perf_counter() - reserve) * MIP_SHARE:
+    if stretch is not None and left * MIP_SHARE < need <= (stretch - clock.now() - reserve) * MIP_SHARE:
         until = stretch
-        left = until - time.perf_counter() - reserve
+        left = until - clock.now() - reserve
     rounded = None  # the LP's solution, kept to be placed too when the MIP's is and time allows
     if within is None and sol.value is not None and left * MIP_SHARE >= need:
         mip = solve_model(m, left * MIP_SHARE, integral=True, provision=provision)
@@ -187,14 +187,14 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, str
             rounded, sol, integral = sol, mip, True
         else:
             sol.status = f"LP (the MIP: {mip.status})"
-    t = time.perf_counter()
+    t = clock.now()
     result: Assigned | str
     if sol.value is None:
         result = f"HiGHS found no solution of the domain model ({sol.status})"
     else:
         result = _placed(p, m, sol, until)
         if rounded is not None and isinstance(result, Assigned) \
-                and until - time.perf_counter() >= BOTH_PLACED_MARGIN * (time.perf_counter() - t):
+                and until - clock.now() >= BOTH_PLACED_MARGIN * (clock.now() - t):
             # the LP's rounding placed too: placing loses more of one solution than of the other
             # (benchmarks/results/domain-placement.md), and neither is better on every round
             other = _placed(p, m, rounded, until)
@@ -204,10 +204,10 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, str
                 rounded.seconds = sol.seconds
                 rounded.status = f"LP, placed better than the MIP's solution ({sol.status})"
                 sol = rounded
-    assign_s = time.perf_counter() - t
+    assign_s = clock.now() - t
     if (price > LOST_WEIGHT or not provision) and sol.value is not None:
         # the bound after the plan (it only reports): where time is left, the value LP
-        left = budget.end - time.perf_counter() - BOUND_FINISH_S
+        left = budget.end - clock.now() - BOUND_FINISH_S
         sol.bound = value_bound(m, left) if left >= lp_least else None
     return DomainRun(m, sol, result, integral, assign_s, price)
 
@@ -246,7 +246,7 @@ def solve_domain(p: Problem, *, objective: ObjectiveSpec = None, time_limit: flo
         stats = run.stats()
         bound = run.solution.bound
         if plan is None:
-            plan = solve_greedy(p, "best-fit", time_limit=max(0.0, budget.end - time.perf_counter()), seed=seed)
+            plan = solve_greedy(p, "best-fit", time_limit=max(0.0, budget.end - clock.now()), seed=seed)
             status, reason = "fallback", str(run.result)
         else:
             status, reason = "feasible", None

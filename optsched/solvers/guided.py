@@ -18,9 +18,9 @@ CP-SAT round's hint, kept only when it is better.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
+from optsched import clock
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
 from optsched.objective import Objective
@@ -42,7 +42,7 @@ def guided_order(p: Problem, admitted: dict[str, float]) -> list[JobSpec]:
 def guided_plan(p: Problem, bound: ValueBound, strategies: Sequence[str], *, deadline: float,
                 incumbent: Plan, goal: Objective, seed: int = 0) -> tuple[Plan, dict[str, float | None]]:
     """Run each strategy in the guided order while the last run's time still fits before
-    `deadline` (perf_counter seconds); return the best of `incumbent` and the guided plans, and
+    `deadline` (`clock.now()` seconds); return the best of `incumbent` and the guided plans, and
     the admitted value of each guided run (by label; None for a run cut by the deadline, which is
     discarded)."""
     tried: dict[str, float | None] = {}
@@ -55,11 +55,11 @@ def guided_plan(p: Problem, bound: ValueBound, strategies: Sequence[str], *, dea
     portfolio = incumbent.solver.portfolio  # seconds per baseline, when the greedy portfolio made the incumbent
     timed = {} if portfolio is None else portfolio.seconds
     for name in dict.fromkeys(strategies):
-        begin = time.perf_counter()
+        begin = clock.now()
         if begin + float(timed.get(name, last)) > deadline:
             break
         plan = solve_greedy(p, name, time_limit=deadline - begin, seed=seed, order=order, label=f"{name}+lp")
-        last = time.perf_counter() - begin
+        last = clock.now() - begin
         if any(d.reason == "time_limit" for d in plan.deferred):
             tried[f"{name}+lp"] = None
             break

@@ -11,10 +11,10 @@ the tighter of the LP value bound and the model's proven bound, the gap, and the
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from optsched import clock
 from optsched.budget import KUEUE_BY, Budget
 from optsched.concerns.tenancy import preemption, quota
 from optsched.metrics import evaluate_problem
@@ -73,7 +73,7 @@ class Start:
 
     @property
     def start(self) -> float:
-        """When the call began (perf_counter seconds)."""
+        """When the call began (`clock.now()` seconds)."""
         return self.budget.start
 
     def guide(self, share: float) -> None:
@@ -175,12 +175,12 @@ def explain_deferred(p: Problem, plan: Plan) -> Plan:
 
 def _kueue_candidate(p: Problem, time_limit: float, seed: int, *, preempt_until: float | None,
                      until: float) -> Plan | None:
-    """The `kueue` plan by `until` (perf_counter seconds), evaluated; it may be cut by the clock
+    """The `kueue` plan by `until` (`clock.now()` seconds), evaluated; it may be cut by the clock
     (jobs deferred for `time_limit`: it is still valid, and its queue order put the most important
     jobs first, so it competes with the other candidates as it is)."""
     from optsched.solvers.kueue import solve_kueue
 
-    now = time.perf_counter()
+    now = clock.now()
     if now >= until:
         return None
     plan = solve_kueue(p, time_limit=until - now, seed=seed,
@@ -231,7 +231,7 @@ def starting_plan(p: Problem, name: str, *, objective: ObjectiveSpec, budget: Bu
             hint = ran.plan  # the domain plan wins ties
     fallback = hint
     cut = any(d.reason == "time_limit" for d in fallback.deferred) and not (ran is not None and fallback is ran.plan)
-    if not given and kueue is None and p.cluster.tenants and not cut and time.perf_counter() < budget.at(share):
+    if not given and kueue is None and p.cluster.tenants and not cut and clock.now() < budget.at(share):
         # a multi-tenant round: the Kueue plan (admission order, borrowing) is a candidate
         kueue = _kueue_candidate(p, time_limit, seed, preempt_until=None, until=budget.at(share))
     if grown is not None:

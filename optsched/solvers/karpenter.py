@@ -22,10 +22,10 @@ between rounds and is not part of one round's plan.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
+from optsched import clock
 from optsched.concerns import eligibility
 from optsched.latency import gc_paused
 from optsched.model.plan import Plan, SolverStats
@@ -60,7 +60,7 @@ def solve_karpenter(p: Problem, *, time_limit: float = math.inf, seed: int = 0) 
 
 
 def _karpenter_plan(p: Problem, time_limit: float, seed: int) -> Plan:
-    start = time.perf_counter()
+    start = clock.now()
     deadline = start + time_limit
     engine = GreedyEngine(p, STRATEGIES["best-fit"])
     placed, deferred = engine.run(deadline=deadline)
@@ -71,7 +71,7 @@ def _karpenter_plan(p: Problem, time_limit: float, seed: int) -> Plan:
     for job in kube_order(p):
         if job.id not in deferred or deferred[job.id][0] in NOT_PROVISIONED_FOR:
             continue
-        if time.perf_counter() > deadline:
+        if clock.now() > deadline:
             break
         choices = []
         for q, slots in slots_of.items():
@@ -99,14 +99,14 @@ def _karpenter_plan(p: Problem, time_limit: float, seed: int) -> Plan:
                 q = int(p.node_pool[r.node])
                 opened[q] = max(opened[q], eligibility.slot_number(p, r.node) + 1)
     engine.use_nodes(real)
-    stats = SolverStats(name="karpenter", status="heuristic", wall_s=time.perf_counter() - start, seed=seed)
+    stats = SolverStats(name="karpenter", status="heuristic", wall_s=clock.now() - start, seed=seed)
     plan = to_plan(p, placed, deferred, stats)
     used = [r.node for reps in placed.values() for r in reps]
     return plan.model_copy(update={"provisioning": eligibility.provisioning_of(p, used)})
 
 
 def _run_karpenter(p: Problem, run: RunSpec) -> Plan:
-    left = max(0.0, run.started + run.time_limit - time.perf_counter())
+    left = max(0.0, run.started + run.time_limit - clock.now())
     return stamped(p, solve_karpenter(p, time_limit=left, seed=run.seed), run)
 
 

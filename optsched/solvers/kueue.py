@@ -60,12 +60,12 @@ rule (`preemption.eviction_problems`) before it is kept, so the plan passes `che
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
 
+from optsched import clock
 from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import fairshare, preemption, quota, serving
 from optsched.latency import gc_paused
@@ -279,6 +279,8 @@ class KueueEngine(GreedyEngine):
         known = self._trials.get(key)
         if tried and not (keep and known is not None):
             return known
+        if known is None:
+            clock.charge(clock.TRIAL_S)  # the work clock's measure of a trial (deterministic mode)
         self._trial_release(victims)
         if known is not None:  # keep a success found by a trial
             for r in known.replicas:
@@ -671,7 +673,7 @@ class KueueEngine(GreedyEngine):
             att = Attempt(failure="quota", detail="its tenant reclaimed this flavor within nominal quota this "
                                                   "round and may not also borrow it")
         if att.failure not in ("capacity", "quota", "topology", "bandwidth") \
-                or time.perf_counter() > self.preempt_deadline:
+                or clock.now() > self.preempt_deadline:
             return att
         got = self._preempt(job, att.failure)
         if got is None:
@@ -699,19 +701,19 @@ def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0,
     preemption (the queue order puts the jobs that preempt first; the CP-SAT round uses this to
     get a Kueue plan within a short time limit).
     """
-    start = time.perf_counter()
+    start = clock.now()
     with gc_paused():  # as in every solve (optsched.latency)
         engine = KueueEngine(p)
         engine.preempt_deadline = start + (math.inf if preempt_within is None else preempt_within)
         placed, deferred = engine.run(deadline=start + time_limit)
-        wall = time.perf_counter() - start
+        wall = clock.now() - start
         plan = to_plan(p, placed, deferred, SolverStats(name="kueue", status="heuristic", wall_s=wall, seed=seed))
     # in the order they happened: the validator judges a reclaim after those listed before it
     return plan.model_copy(update={"evictions": list(engine.evictions.values())})
 
 
 def _run_kueue(p: Problem, run: RunSpec) -> Plan:
-    left = max(0.0, run.started + run.time_limit - time.perf_counter())
+    left = max(0.0, run.started + run.time_limit - clock.now())
     return stamped(p, solve_kueue(p, time_limit=left, seed=run.seed), run)
 
 

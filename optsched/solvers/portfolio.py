@@ -7,8 +7,7 @@ take their start plan from here too (`optsched.solvers.incumbent`).
 
 from __future__ import annotations
 
-import time
-
+from optsched import clock
 from optsched.budget import EVALUATE_RESERVE, EVALUATE_SECONDS_PER_JOB, Budget
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan
@@ -41,15 +40,15 @@ def solve_portfolio(p: Problem, names: tuple[str, ...] = GREEDY_ORDER, *, object
     reserve = max(EVALUATE_RESERVE * time_limit, EVALUATE_SECONDS_PER_JOB * (len(p.jobs) + len(p.running)))
     last = 0.0
     for name in names:
-        left = budget.end - reserve - time.perf_counter()
-        if best is not None and soft_end - reserve - time.perf_counter() < last:  # it would be cut short
+        left = budget.end - reserve - clock.now()
+        if best is not None and soft_end - reserve - clock.now() < last:  # it would be cut short
             break
-        t_run = time.perf_counter()
+        t_run = clock.now()
         plan = solve_greedy(p, name, time_limit=max(left, 0.0), seed=seed)
-        last = seconds[name] = time.perf_counter() - t_run
-        t_eval = time.perf_counter()
+        last = seconds[name] = clock.now() - t_run
+        t_eval = clock.now()
         plan = plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
-        reserve = time.perf_counter() - t_eval
+        reserve = clock.now() - t_eval
         tried[name] = plan.objective["admitted_value"]
         if best is None or goal.better(plan.objective, best.objective):
             best = plan

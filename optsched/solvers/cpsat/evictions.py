@@ -12,10 +12,9 @@ checked by the validator and kept only when the objective says it is better.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from optsched import clock
 from optsched.budget import (
     EVICTION_STEP_SECONDS,
     EVICTION_VARIABLES_SHARE,
@@ -71,14 +70,14 @@ def _better_step(goal: Objective, ordered: list[str], terms: dict[str, float], b
 def reconsider_all(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: int,
                    num_workers: int) -> tuple[Plan, list[StepStats], int]:
     """Steps of `reconsider` over the preemptors, most lost work first, until each was re-decided
-    once or `deadline` (perf_counter seconds); returns the best plan, the step records and how
+    once or `deadline` (`clock.now()` seconds); returns the best plan, the step records and how
     many steps improved it."""
     done: set[str] = set()
     rows: list[StepStats] = []
     improved = 0
     step = 0
-    while time.perf_counter() + FIRST_STEP_SECONDS < deadline:
-        now = time.perf_counter()
+    while clock.now() + FIRST_STEP_SECONDS < deadline:
+        now = clock.now()
         left = deadline - now
         # a step of EVICTION_STEP_SECONDS, unless what would be left after it is too short for another
         step_deadline = deadline if left < LAST_STEP_FACTOR * EVICTION_STEP_SECONDS else now + EVICTION_STEP_SECONDS
@@ -136,12 +135,12 @@ def reconsider(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed
     r = RoundModel(p, base, movable, max_candidates=MAX_CANDIDATES, hint=plan, allowed=allowed, evictable=victims,
                    touched_fixed=others.quota_used > EPS, wanted=goal.terms())
     row = {"kind": "evictions", "preemptors": len(movable), "victims": len(victims), "nodes": int(allowed.sum())}
-    t0 = time.perf_counter()
+    t0 = clock.now()
     sub = SubModel(r, goal, start=plan, rest=plan, constrain=lambda r: hold_fixed_reclaims(r, plan, view),
                    seed=seed, num_workers=num_workers)
     times = StepTimes(variables_by=t0 + EVICTION_VARIABLES_SHARE * (deadline - t0), encode_by=deadline,
-                      hint_s=lambda: STEP_HINT_SHARE * (deadline - time.perf_counter()),
-                      solve_s=lambda _t0, phase, phases: (deadline - time.perf_counter()) / (phases - phase + 1))
+                      hint_s=lambda: STEP_HINT_SHARE * (deadline - clock.now()),
+                      solve_s=lambda _t0, phase, phases: (deadline - clock.now()) / (phases - phase + 1))
     before = plan.objective or evaluate_problem(p, plan).objective()
     # (the terms are the model's once it is built)
     out = solve_submodel(sub, times, better=lambda terms: _better_step(goal, _two_phase_order(goal, r), terms, before))

@@ -12,12 +12,12 @@ after another (on 2 cores both are CP-SAT's workers).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from optsched import clock
 from optsched.budget import (
     FIRST_STEP_SECONDS,
     STEP_BUILD_SHARE,
@@ -156,22 +156,22 @@ def _beats(goal: Objective, terms: dict[str, float]) -> Callable[[dict[str, floa
 
 
 def _step_times(began: float, deadline: float) -> StepTimes:
-    """The times of a neighbourhood step that `began` (perf_counter seconds; `optsched.budget`,
+    """The times of a neighbourhood step that `began` (`clock.now()` seconds; `optsched.budget`,
     "sub-model steps")."""
-    left = deadline - time.perf_counter()
+    left = deadline - clock.now()
 
     def solve_s(_t0: float, _phase: int, _phases: int) -> float:
-        now = time.perf_counter()  # at most twice the step so far, leaving time to merge and check
+        now = clock.now()  # at most twice the step so far, leaving time to merge and check
         return min(STEP_SOLVE_SHARE * (deadline - now), max(STEP_SOLVE_LEAST_S, STEP_SOLVE_PER_BUILD * (now - began)))
 
-    return StepTimes(variables_by=time.perf_counter() + STEP_VARIABLES_SHARE * left, encode_by=deadline,
-                     hint_s=lambda: STEP_HINT_SHARE * (deadline - time.perf_counter()), solve_s=solve_s,
+    return StepTimes(variables_by=clock.now() + STEP_VARIABLES_SHARE * left, encode_by=deadline,
+                     hint_s=lambda: STEP_HINT_SHARE * (deadline - clock.now()), solve_s=solve_s,
                      discard_after=deadline)
 
 
 def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: int, num_workers: int,
             seconds_per_group: float) -> tuple[Plan, SearchLog]:
-    """Improve `plan` neighbourhood by neighbourhood until `deadline` (perf_counter seconds).
+    """Improve `plan` neighbourhood by neighbourhood until `deadline` (`clock.now()` seconds).
 
     Each neighbourhood's model gets as many groups as can be built in `STEP_BUILD_SHARE` of the
     time left (`seconds_per_group` is the measured build cost of one group's candidates), and goes
@@ -188,9 +188,9 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
     full = Ledger.with_running(p)
     real = ~p.node_provisioned
     longest = FIRST_STEP_SECONDS  # the longest step so far: a step starts only if one as long still fits
-    t0 = time.perf_counter()
+    t0 = clock.now()
     while True:
-        now = time.perf_counter()
+        now = clock.now()
         if step:
             longest = max(longest, now - t0)
         if now + longest >= deadline:
@@ -219,7 +219,7 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
         preemptors = {ev.by for ev in best.evictions}
         inside = [job_id for job_id, reps in view.by_job.items()
                   if job_id not in preemptors and all(chosen[r.node] for r in reps)]
-        groups_per_model = max(8, int(STEP_BUILD_SHARE * (deadline - time.perf_counter()) / seconds_per_group))
+        groups_per_model = max(8, int(STEP_BUILD_SHARE * (deadline - clock.now()) / seconds_per_group))
         budget = groups_per_model - sum(len(p.jobs[p.job_index[j]].groups) for j in inside)
         movable = [p.jobs[p.job_index[j]] for j in inside]
         for job in deferred:
@@ -249,11 +249,11 @@ def improve(p: Problem, plan: Plan, goal: Objective, *, deadline: float, seed: i
             break
         if not out.ok:
             log.rows.append(StepStats(**row, result=out.result,
-                                      s=round(time.perf_counter() - t0, 3) if out.plan is not None else None))
+                                      s=round(clock.now() - t0, 3) if out.plan is not None else None))
             continue
         assert out.plan is not None
         terms = out.terms
-        log.rows.append(StepStats(**row, s=round(time.perf_counter() - t0, 3),
+        log.rows.append(StepStats(**row, s=round(clock.now() - t0, 3),
                                   result=f"admitted_value {best_terms['admitted_value']:.1f} -> "
                                          f"{terms['admitted_value']:.1f}"))
         best, best_terms = out.plan, terms

@@ -25,13 +25,13 @@ What differs between the three is the time each stage gets (`StepTimes`, from
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ortools.sat.python import cp_model
 
+from optsched import clock
 from optsched.check import check_problem
 from optsched.metrics import evaluate_problem
 from optsched.model.plan import Plan, SolverStats
@@ -116,7 +116,7 @@ class Outcome:
     build_error: str | None = None
     """The part of the build that did not fit the time (`BuildTimeout`)."""
     ready_at: float | None = None
-    """When the model was built and hinted (perf_counter seconds)."""
+    """When the model was built and hinted (`clock.now()` seconds)."""
     solved_at: float | None = None
     """When the search ended."""
 
@@ -137,6 +137,7 @@ def _search(sub: SubModel, seconds: float,
     if sub.presolve is not None:
         s.parameters.cp_model_presolve = sub.presolve
     status = s.solve(sub.r.model, callback)
+    clock.charge_cpsat(s.response_proto.deterministic_time)
     return s, status
 
 
@@ -147,7 +148,7 @@ def solve_submodel(sub: SubModel, times: StepTimes, better: Callable[[dict[str, 
     """Run the stages of the module docstring; `better(terms)` says whether the merged plan's
     metrics beat what the caller has."""
     r, goal = sub.r, sub.goal
-    t0 = time.perf_counter()
+    t0 = clock.now()
     out = Outcome("started")
     # 1. build
     try:
@@ -169,21 +170,21 @@ def solve_submodel(sub: SubModel, times: StepTimes, better: Callable[[dict[str, 
         r.model.maximize(head.expr if head.maximise else -head.expr)
     else:
         r.model.maximize(objective_expression(r, out.weights))
-    out.build_s = time.perf_counter() - t0
+    out.build_s = clock.now() - t0
     # 3. hint
     hint_s = times.hint_s()
     if hint_s is None:
         out.result = "no time left to complete the hint and solve"
         return out
-    t_hint = time.perf_counter()
+    t_hint = clock.now()
     out.hint_status, values = complete_hint(r, hint_s, sub.seed)
-    out.hint_s = time.perf_counter() - t_hint
+    out.hint_s = clock.now() - t_hint
     if values is None:
         out.result = f"hint {out.hint_status}"
         return out
     out.values = values
     out.hinted_vars = apply_hint(r, values)
-    out.ready_at = time.perf_counter()
+    out.ready_at = clock.now()
     # 4. solve
     phases = 2 if two_phases else 1
     seconds = times.solve_s(t0, 1, phases)
@@ -198,7 +199,7 @@ def solve_submodel(sub: SubModel, times: StepTimes, better: Callable[[dict[str, 
             out.result = "no solution (phase 1)"
             return out
         _second_phase(sub, out, times, t0, values)
-    out.solved_at = time.perf_counter()
+    out.solved_at = clock.now()
     if times.discard_after is not None and out.solved_at > times.discard_after:
         out.result = "out of time"
         return out

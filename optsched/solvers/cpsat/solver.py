@@ -17,11 +17,11 @@ the fallback plan is returned with status `fallback`.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 from ortools.sat.python import cp_model
 
+from optsched import clock
 from optsched.budget import (
     BUILD_BY,
     BUILD_MARGIN,
@@ -63,7 +63,7 @@ class _Trace(cp_model.CpSolverSolutionCallback):
     def on_solution_callback(self) -> None:
         # objective = w_v * V - (lower terms, below w_v in total), as for the model bound
         bound = math.floor((self.best_objective_bound + self.lower) / self.weight + 1e-9) / self.term.scale
-        self.rows.append((round(time.perf_counter() - self.start, 4), self.value(self.term.expr) / self.term.scale,
+        self.rows.append((round(clock.now() - self.start, 4), self.value(self.term.expr) / self.term.scale,
                           bound))
 
 
@@ -123,7 +123,7 @@ def _steps(p: Problem, begin: Start, goal: Objective, budget: Budget, model_s: f
     current, improved = fallback, 0
     rows: list[StepStats] = []
     if fallback.evictions:  # first re-decide the evictions, with a share of the time left
-        now = time.perf_counter()
+        now = clock.now()
         until = now + EVICTIONS_FIRST_SHARE * (budget.at(SOLVE_BY) - now)
         current, rows, improved = evictions.reconsider_all(p, fallback, goal, deadline=until, seed=seed,
                                                            num_workers=num_workers)
@@ -160,7 +160,7 @@ def _whole_model(p: Problem, begin: Start, goal: Objective, budget: Budget, cap:
 
     times = StepTimes(variables_by=budget.at(BUILD_BY), encode_by=budget.at(SOLVE_BY), timed_encodings=True,
                       hint_s=hint_s,
-                      solve_s=lambda _t0, phase, phases: (budget.solve_end(p) - time.perf_counter())
+                      solve_s=lambda _t0, phase, phases: (budget.solve_end(p) - clock.now())
                       / (phases - phase + 1))
     sub = SubModel(r, goal, start=fallback, seed=seed, num_workers=num_workers, deterministic=deterministic,
                    trace=trace)

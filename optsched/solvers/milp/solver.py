@@ -17,11 +17,11 @@ limit returns the fallback (`auto` sends such rounds to `cpsat`, `optsched.solve
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
+from optsched import clock
 from optsched.budget import (
     DOMAIN_FROM_BUILD_S,
     HIGHS_FIRST_LEVEL_SHARE,
@@ -53,7 +53,7 @@ from optsched.roundmodel.hint import complete_hint, hint_failure, primary_values
 from optsched.roundmodel.variables import BuildTimeout, RoundModel
 from optsched.solvers.contract import RunSpec, SolverInfo
 from optsched.solvers.incumbent import Start, starting_plan
-from optsched.solvers.milp.highs import PRESOLVE, Level, load, quiet_highs, run_until, solve_levels
+from optsched.solvers.milp.highs import PRESOLVE, Level, load, quiet_highs, run_until, set_limits, solve_levels
 from optsched.solvers.milp.translate import Assignment, MilpArrays, UnsupportedConstraint, from_cpsat, linear
 
 MIP_GAP = 1e-4
@@ -95,7 +95,7 @@ def model_bound(p: Problem, time_limit: float) -> tuple[float | None, str]:
     fixed-point rounding. Every eligible node is a candidate and every evictable running job may go,
     so it holds for every plan on existing nodes (as the LP value bound). Returns (None, why) when
     the model cannot be whole (too many evictable jobs) or its build does not fit the time."""
-    start = time.perf_counter()
+    start = clock.now()
     may_go = preemption.evictable_jobs(p)
     if len(may_go) > MAX_EVICTABLE:
         return None, f"{len(may_go)} evictable running jobs (the model takes {MAX_EVICTABLE})"
@@ -115,17 +115,18 @@ def model_bound(p: Problem, time_limit: float) -> tuple[float | None, str]:
     load(h, arrays)
     h.setOptionValue("presolve", PRESOLVE)
     end = start + time_limit
-    h.setOptionValue("time_limit", max(0.01, end - time.perf_counter()))
+    set_limits(h, end - clock.now())
     h.changeColsCost(arrays.n_cols, np.arange(arrays.n_cols, dtype=np.int32), coef)
     seen = [float("inf")]  # the dual bound HiGHS reported last (a run past the limit is abandoned)
+    wall = not clock.deterministic()  # HiGHS calls back from its own thread, outside this context
 
     def watch(event: Any) -> None:
         seen[0] = min(seen[0], float(event.data_out.mip_dual_bound))
-        if time.perf_counter() > end:
+        if wall and clock.now() > end:
             event.interrupt()
 
     h.cbMipInterrupt.subscribe(watch)
-    h.cbSimplexInterrupt.subscribe(lambda e: e.interrupt() if time.perf_counter() > end else None)
+    h.cbSimplexInterrupt.subscribe(lambda e: e.interrupt() if clock.now() > end else None)
     if run_until(h, end):
         status, dual = h.modelStatusToString(h.getModelStatus()), float(h.getInfo().mip_dual_bound)
     else:
@@ -162,19 +163,19 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, budget: Budget, seed: i
                                provision=bool(p.pool_max_nodes.sum() > 0))
     model: dict[str, Any] = {"max_candidates": cap, "evictable": len(evictable)}
     milp: dict[str, Any] = {}
-    t0 = time.perf_counter()
+    t0 = clock.now()
     try:
         encode_all(r, deadline=budget.at(MILP_ENCODE_BY), variables_by=budget.at(MILP_VARIABLES_BY))
     except BuildTimeout as exc:
         return finish(fallback, "fallback", reason=f"time limit reached while building ({exc})",
                       model=ModelStats(**model))
-    milp["model_s"] = round(time.perf_counter() - t0, 4)
+    milp["model_s"] = round(clock.now() - t0, 4)
     hint_status, values = complete_hint(r, HINT_SHARE * max(budget.left(SOLVE_BY), 0.0), seed)
     model["hint_status"] = hint_status
     if values is None and hint_status != "UNKNOWN":
         return finish(fallback, "fallback", reason=hint_failure(r, hint_status),
                       model=ModelStats(**model), milp=MilpStats(**milp))
-    t0 = time.perf_counter()
+    t0 = clock.now()
     if t0 + TRANSLATE_SHARE * milp["model_s"] > budget.at(MILP_TRANSLATE_BY):
         return finish(fallback, "fallback", reason="no time left to translate and solve the model",
                       model=ModelStats(**model), milp=MilpStats(**milp))
@@ -191,17 +192,17 @@ def _solve_milp(p: Problem, *, objective: ObjectiveSpec, budget: Budget, seed: i
     else:
         start_values = arrays.extend(values)
     chain, unmodelled = levels(r, goal, arrays.n_cols, start_values if start_index is None else None)
-    milp.update(translate_s=round(time.perf_counter() - t0, 4), columns=arrays.n_cols, rows=arrays.n_rows,
+    milp.update(translate_s=round(clock.now() - t0, 4), columns=arrays.n_cols, rows=arrays.n_rows,
                 nonzeros=int(arrays.a.nnz))
     model.update(unmodelled_terms=unmodelled, truncated_groups=r.truncated)
     deadline = budget.solve_end(p)
-    if deadline - time.perf_counter() <= 0.01:
+    if deadline - clock.now() <= 0.01:
         return finish(fallback, "fallback", reason="time limit spent before solving",
                       model=ModelStats(**model), milp=MilpStats(**milp))
-    t0 = time.perf_counter()
+    t0 = clock.now()
     outcome = solve_levels(arrays, chain, start_values=start_values, start_index=start_index, deadline=deadline,
                            mip_gap=mip_gap, seed=seed, first_share=HIGHS_FIRST_LEVEL_SHARE)
-    model["solve_s"] = round(time.perf_counter() - t0, 4)
+    model["solve_s"] = round(clock.now() - t0, 4)
     milp.update(highs_status=outcome.status, levels_solved=outcome.levels_solved, levels=len(chain))
     if chain and chain[0].name == "admitted_value":  # (seconds from the call's start, value, bound)
         scale, const = r.terms["admitted_value"].scale, chain[0].constant

@@ -106,6 +106,9 @@ def solve(cluster: ClusterArg, queue: Path,
           seed: int = 0,
           output: Annotated[Path | None, typer.Option("-o", "--output", help="write the plan (JSON/YAML)")] = None,
           as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+          deterministic: Annotated[bool, typer.Option(
+              help="the same plan for the same inputs and seed (decisions on a work clock; may end past the "
+                   "time limit)")] = False,
           ) -> None:
     """Solve one round and print the plan summary."""
     from optsched.model import dump, load_queue
@@ -118,7 +121,7 @@ def solve(cluster: ClusterArg, queue: Path,
         p = compile_problem(c, q, validate=False)
         from optsched.solve import solve_problem  # loads the solver libraries: only commands that solve
 
-        plan = solve_problem(p, solver=solver, time_limit=time_limit, seed=seed)
+        plan = solve_problem(p, solver=solver, time_limit=time_limit, seed=seed, deterministic=deterministic)
     except InputError as exc:
         _fail_input(exc)
         return

@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/startup.py --out benchmarks/results
 	$(BIN)/python benchmarks/service.py --out benchmarks/results
 	$(BIN)/python benchmarks/timelimit.py
+	$(BIN)/python benchmarks/deterministic.py
 	$(BIN)/python benchmarks/fingerprints.py --out benchmarks/results
 	$(BIN)/optsched bench rounds --out benchmarks/results
 	$(BIN)/optsched bench philly --out benchmarks/results

@@ -57,12 +57,18 @@ NONZERO_S = 5e-7
 """Work-clock seconds per nonzero of the domain model's matrix to build it (0.06 s for the 125k of
 mixed-cloud-10k with 1,000 jobs)."""
 
-CPSAT_SECONDS_PER_DET = 1.0
-"""Work-clock seconds per unit of CP-SAT's deterministic time (CP-SAT calibrates its unit to about
-a second of one worker); a limit of T seconds becomes a deterministic-time limit of T units."""
+CPSAT_SECONDS_PER_DET = 2.0
+"""Work-clock seconds per unit of CP-SAT's deterministic time; a budget of T seconds becomes a
+deterministic-time limit of T / 2 units. On this machine a unit took 0.8 s of wall on
+mixed-cloud-10k's neighbourhoods and 1.85 s on dgx-h100-1k's whole model (2 workers, a profile),
+whose search also went 1.8x past its deterministic limit."""
 
 HIGHS_SECONDS_PER_ITERATION = 2e-5
-"""Work-clock seconds per HiGHS simplex iteration."""
+"""Work-clock seconds per HiGHS simplex iteration, at least ..."""
+
+HIGHS_SECONDS_PER_ITERATION_NONZERO = 2.5e-9
+"""... this much per nonzero of the matrix: dgx-h100-1k's MILP (244k nonzeros) took 8.2 s for
+13,205 iterations (a profile)."""
 
 HIGHS_SECONDS_PER_NODE = 2e-3
 """Work-clock seconds per HiGHS branch-and-bound node."""
@@ -132,10 +138,15 @@ def charge_cpsat(deterministic_time: float) -> None:
     charge(deterministic_time * CPSAT_SECONDS_PER_DET)
 
 
+def highs_iteration_s(nonzeros: float) -> float:
+    """Work-clock seconds per simplex iteration of a HiGHS model with `nonzeros` matrix entries."""
+    return max(HIGHS_SECONDS_PER_ITERATION, HIGHS_SECONDS_PER_ITERATION_NONZERO * nonzeros)
+
+
 def charge_highs(iterations: float, nodes: float, nonzeros: float, mip: bool) -> None:
     """Charge a HiGHS solve by its simplex iterations, branch-and-bound nodes and matrix size."""
     per_nonzero = HIGHS_MIP_SECONDS_PER_NONZERO if mip else HIGHS_LP_SECONDS_PER_NONZERO
-    charge(max(0.0, iterations) * HIGHS_SECONDS_PER_ITERATION + max(0.0, nodes) * HIGHS_SECONDS_PER_NODE
+    charge(max(0.0, iterations) * highs_iteration_s(nonzeros) + max(0.0, nodes) * HIGHS_SECONDS_PER_NODE
            + max(0.0, nonzeros) * per_nonzero)
 
 

@@ -119,7 +119,8 @@ def set_limits(h: highspy.Highs, seconds: float) -> None:
     simplex iterations and branch-and-bound nodes instead, with the time limit a safety cap."""
     h.setOptionValue("time_limit", clock.wall_limit(max(0.01, seconds)))
     if clock.deterministic():
-        h.setOptionValue("simplex_iteration_limit", max(1, int(seconds / clock.HIGHS_SECONDS_PER_ITERATION)))
+        per_iteration = clock.highs_iteration_s(float(h.getNumNz()))
+        h.setOptionValue("simplex_iteration_limit", max(1, int(seconds / per_iteration)))
         h.setOptionValue("mip_max_nodes", max(1, int(seconds / clock.HIGHS_SECONDS_PER_NODE)))
 
 

@@ -20,8 +20,11 @@ function of the work done, so the same call takes the same decisions and returns
 - building a model: its variables (`VARIABLE_S`).
 
 What is not charged (compiling, decoding, checking) takes wall time the work clock does not see,
-so a deterministic call can end past its wall limit; benchmarks/results/timelimit.md measures how
-often. Measurements reported as wall times (`SolverStats.wall_s`) stay on the wall clock.
+and the solvers' own limits are not exact (a CP-SAT search went 1.8-3.7x past its deterministic
+limit on dgx-h100-1k's whole model; HiGHS does not apply its iteration limit inside a MIP's root),
+so a deterministic call can end past its wall limit: benchmarks/results/deterministic.md measures
+how often. An external solver stopped by its wall-clock safety cap (`SAFETY_FACTOR`) is the one
+case where the plan may still differ between calls. The plan reports the call's wall time.
 """
 
 from __future__ import annotations

@@ -210,6 +210,7 @@ class GreedyEngine:
     """Places a round job by job for one `Strategy` (see module docstring)."""
 
     def __init__(self, problem: Problem, strategy: Strategy, order: Sequence[JobSpec] | None = None) -> None:
+        clock.charge(clock.ENGINE_S * (problem.n_nodes + len(problem.jobs) + len(problem.running)))
         self.p = problem
         self.s = strategy
         self.order = None if order is None else list(order)

@@ -649,6 +649,7 @@ class KueueEngine(GreedyEngine):
     def admit(self, job: JobSpec) -> Attempt:
         """Assign the job's flavors, place it on their nodes, preempting if it does not fit;
         returns the attempt."""
+        clock.charge(clock.KUEUE_JOB_S)  # the work clock's measure of Kueue's per-job work (deterministic mode)
         self._trials.clear()
         self._release_hold(job.tenant)
         first = assignment = self.flavors.fix(job)  # fixed for the job's admission

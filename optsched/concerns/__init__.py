@@ -47,7 +47,7 @@ from optsched.concerns import (
     value,
 )
 from optsched.concerns.base import Violation
-from optsched.concerns.tenancy import fairshare, preemption, quota, serving
+from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.ledger import Ledger, PlacedReplica
 from optsched.problem import JobSpec, Problem
 from optsched.view import PlanView
@@ -98,10 +98,14 @@ CONCERNS: tuple[Concern, ...] = (
             search=(preemption.preemptors, preemption.evictable_jobs)),
     Concern("serving", serving, check=serving.check, encodings=("serving",), search=(serving.serves_problems,),
             missing=(("term", "a rule, not a score: its cost is in `disruption`"),)),
+    Concern("running", running, search=(running.running_table, running.held_flavors, running.lost_work),
+            missing=(("check", "the running jobs' data: preemption, quota and serving judge them"),
+                     ("term", "lost work is preemption's `disruption` term"),
+                     ("encodings", "read by preemption's and quota's encodings"))),
     Concern("fairshare", fairshare, search=(fairshare.shares,),
-            missing=(("check", "fair-sharing reclaims are in preemption's rule (`preemption.fair_share_problems`)"),
+            missing=(("check", "fair-sharing reclaims are in preemption's rule (`fairshare.strategy_problems`)"),
                      ("term", "Kueue's dominant resource shares order preemption; the `fairness` term is quota's DRF"),
-                     ("encodings", "fair-sharing reclaims are in preemption's encoding (P2f, docs/formulation.md)"))),
+                     ("encodings", "P2f (`strategies_cpsat`) is part of preemption's encoding, docs/formulation.md"))),
     Concern("value", value, term=value.term, encodings=("value",), search=(value.replica_value,),
             missing=(("check", "admitted value is scored, not constrained"),)),
     Concern("cost", cost, term=cost.term, encodings=("provisioning", "cost"),

@@ -34,7 +34,7 @@ import numpy as np
 from optsched import clock
 from optsched.check import check_problem
 from optsched.concerns import eligibility
-from optsched.concerns.tenancy import preemption, serving
+from optsched.concerns.tenancy import preemption, running, serving
 from optsched.domain.cells import Cells
 from optsched.domain.model import DomainSolution
 from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_use
@@ -307,7 +307,7 @@ def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedRep
         who = preemption.preemptors(p, victim)
         first = victims[victim.index]
         beside = set().union(*(on_node.get(n, set()) for n in serving.victim_nodes(victim)))
-        held = sum(1 << f for f in np.flatnonzero(preemption.held_flavors(p, victim) > 0).tolist())
+        held = sum(1 << f for f in np.flatnonzero(running.held_flavors(p, victim) > 0).tolist())
         named = None
         for reason in (first, "reclaimed" if first == "preempted" else "preempted"):
             pool = who.pool(reason)
@@ -318,10 +318,10 @@ def name_preemptors(p: Problem, ledger: Ledger, placed: dict[str, list[PlacedRep
                        and not preemption.eviction_problems(p, victim, reason, as_preemptor(j)[0], others)), None)
             if by is not None:
                 named = Eviction(job=victim.id, reason=reason, by=by.id,
-                                 lost_gpu_hours=preemption.lost_gpu_hours(p, victim))
+                                 lost_gpu_hours=running.lost_gpu_hours(p, victim))
                 if reason == "reclaimed":
                     reclaimed_before[victim.tenant] = reclaimed_before.get(
-                        victim.tenant, np.zeros(len(p.flavors))) + preemption.held_flavors(p, victim)
+                        victim.tenant, np.zeros(len(p.flavors))) + running.held_flavors(p, victim)
                 break
         if named is None:
             stuck.append(victim.index)

@@ -59,7 +59,7 @@ from scipy.sparse import csr_array
 
 from optsched import clock
 from optsched.concerns import eligibility
-from optsched.concerns.tenancy import preemption
+from optsched.concerns.tenancy import preemption, running
 from optsched.domain.cells import Cells, build_cells, running_use, whole_freed
 from optsched.ledger import EPS, Ledger
 from optsched.problem import (
@@ -380,8 +380,8 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
                     rows.add(first + at[ok], col0 + freed.victim[ok], -gain[ok].astype(float))
 
     # ---------------------------------------------------------------- E1-E4: who may evict whom
-    rt = preemption.running_table(p)
-    before = preemption.running_usage_before(p)
+    rt = running.running_table(p)
+    before = running.running_usage_before(p)
     reclaim_caps: dict[tuple[int, int], list[int]] = {}
     for k, v in enumerate(victims.tolist()):
         victim = p.running[v]
@@ -593,7 +593,7 @@ def _lp_levels(m: DomainModel, upper: FArray, end: float, tolerance: float) -> t
     h.addRow(floor, highspy_inf(), len(cols), cols, m.value[cols].astype(np.float64))
     n_v = len(m.victims)
     cost = np.where(m.value > 0, -LEVEL_TIE * m.value, 0.0)  # at equal lost work, more value
-    lost = preemption.running_table(m.p).lost[m.victims] if n_v else np.zeros(0)
+    lost = running.running_table(m.p).lost[m.victims] if n_v else np.zeros(0)
     cost[m.ep_first:m.ep_first + n_v] = lost
     cost[m.er_first:m.er_first + n_v] = lost
     h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost.astype(np.float64))

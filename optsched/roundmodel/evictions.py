@@ -13,12 +13,10 @@ from optsched.concerns.tenancy.preemption import (
     Preemptor,
     Preemptors,
     eviction_problems,
-    held_flavors,
     kueue_order,
-    lost_gpu_hours,
     preemptor,
-    running_usage_before,
 )
+from optsched.concerns.tenancy.running import held_flavors, lost_gpu_hours, running_usage_before
 from optsched.concerns.tenancy.serving import reclaiming_flavors, serves_problems
 from optsched.model.plan import Eviction, Plan
 from optsched.problem import BArray, FArray, JobSpec, Problem

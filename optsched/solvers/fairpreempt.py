@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from optsched.concerns.tenancy import fairshare, preemption
+from optsched.concerns.tenancy import fairshare, running
 from optsched.ledger import EPS
 from optsched.problem import FArray, JobSpec, Problem
 
@@ -40,14 +40,15 @@ class TargetOrdering:
     def __init__(self, p: Problem, preemptor: int, candidates: list[JobSpec]) -> None:
         self.p = p
         self.preemptor = preemptor
-        rt = preemption.running_table(p)
+        rt = running.running_table(p)
+        queue_usage = fairshare.running_queue_usage(p)
         self.queues: dict[int, list[JobSpec]] = {}
         """Per tenant: its candidates in Kueue's `CandidatesOrdering` within one ClusterQueue
         (highest LocalQueue usage with admission fair sharing, lowest priority, latest start, id)."""
         for v in candidates:
             self.queues.setdefault(v.tenant, []).append(v)
         for queue in self.queues.values():
-            queue.sort(key=lambda v: (-float(rt.queue_usage[v.index]), v.priority, -float(rt.started[v.index]),
+            queue.sort(key=lambda v: (-float(queue_usage[v.index]), v.priority, -float(rt.started[v.index]),
                                       int(rt.id_rank[v.index])))
         self.pruned_tenants: set[int] = set()
         self.pruned_cohorts: set[int] = set()
@@ -135,7 +136,7 @@ def fair_targets(p: Problem, job: JobSpec, need: FArray, candidates: list[JobSpe
     retry: list[JobSpec] = []
 
     def take(v: JobSpec) -> bool:
-        now[v.tenant] -= preemption.held_flavors(p, v)
+        now[v.tenant] -= running.held_flavors(p, v)
         targets.append(v)
         return fits(now, targets)
 
@@ -157,7 +158,7 @@ def fair_targets(p: Problem, job: JobSpec, need: FArray, candidates: list[JobSpe
         while ordering.has(t):
             v = ordering.pop(t)
             after = now.copy()
-            after[t] -= preemption.held_flavors(p, v)
+            after[t] -= running.held_flavors(p, v)
             new = fairshare.share_of(fairshare.shares(p, after), node_t)
             if fairshare.strategy_holds(names[0], mine, old, new):
                 fitted = take(v)
@@ -178,9 +179,9 @@ def fair_targets(p: Problem, job: JobSpec, need: FArray, candidates: list[JobSpe
         return []
     for i in range(len(targets) - 2, -1, -1):  # `fillBackWorkloads`
         v = targets[i]
-        now[v.tenant] += preemption.held_flavors(p, v)
+        now[v.tenant] += running.held_flavors(p, v)
         if fits(now, targets[:i] + targets[i + 1:]):
             del targets[i]
         else:
-            now[v.tenant] -= preemption.held_flavors(p, v)
+            now[v.tenant] -= running.held_flavors(p, v)
     return targets

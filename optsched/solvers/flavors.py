@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optsched.concerns import eligibility
-from optsched.concerns.tenancy import preemption, quota
+from optsched.concerns.tenancy import preemption, quota, running
 from optsched.ledger import EPS, Ledger, counted_flavors, quota_broken
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 
@@ -237,7 +237,7 @@ class FlavorAssigner:
         needs preemption; here by priority and policy alone)."""
         p = self.p
         policy = p.cluster.tenants[job.tenant].preemption
-        rt = preemption.running_table(p)
+        rt = running.running_table(p)
         ok = self.alive & rt.preemptible & (rt.held[:, flavor] > 0)
         lower = rt.priority < job.priority
         same = (rt.tenant == job.tenant) & (lower if policy.within_tenant != "never" else False)

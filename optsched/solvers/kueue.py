@@ -67,7 +67,7 @@ import numpy as np
 
 from optsched import clock
 from optsched.concerns import eligibility, gang
-from optsched.concerns.tenancy import fairshare, preemption, quota, serving
+from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
 from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
@@ -227,19 +227,19 @@ class KueueEngine(GreedyEngine):
         """Running jobs this job may evict under its tenant's policies, in Kueue's order, with the
         eviction reason (`preempted` in the tenant, `reclaimed` across the cohort). With
         `for_nodes` (the job lacks node capacity, not quota), only jobs on nodes it may use.
-        Vectorised over the running jobs (`preemption.running_table`)."""
+        Vectorised over the running jobs (`running.running_table`)."""
         p = self.p
         tenants = p.cluster.tenants
         policy = tenants[job.tenant].preemption if job.tenant < len(tenants) else None
         if policy is None or not p.running:
             return []
-        rt = preemption.running_table(p)
+        rt = running.running_table(p)
         ok = self.alive & rt.preemptible
         if for_nodes:  # a victim elsewhere frees nothing the job can use
             usable = np.zeros(p.n_nodes, dtype=bool)
             for g in job.groups:
                 usable |= eligibility.mask(p, job, g)
-            ok &= preemption.touching(rt, usable)
+            ok &= running.touching(rt, usable)
         same_t = rt.tenant == job.tenant
         lower = rt.priority < job.priority
         newer_equal = (rt.priority == job.priority) & (rt.submitted > job.submitted_at)
@@ -396,17 +396,25 @@ class KueueEngine(GreedyEngine):
         for allow_borrow in options:
             listed = [v for v, _ in cands if not (allow_borrow and self._reclaim_without_borrowing(job, v, advantage))]
             targets = self._targets(job, self._still_valid(job, listed, frs), allow_borrow)
-            if not targets:
-                continue
-            att = self._fits_without(job, targets, allow_borrow, keep=True)
-            if att is None:
-                self._restore()
-                continue
-            chosen = self._reprieve(job, att, [(v, reason_of[v.id]) for v in targets])
-            if self._legal(job, att, chosen):
-                return att, chosen
-            self.rollback(job, list(att.replicas))
-            self._release([v for v, _ in chosen], sign=1.0)  # the reprieved are back already
+            got = self._evict_for(job, targets, reason_of, allow_borrow) if targets else None
+            if got is not None:
+                return got
+        return None
+
+    def _evict_for(self, job: JobSpec, targets: list[JobSpec], reason_of: dict[str, str], allow_borrow: bool
+                   ) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
+        """Place the job with `targets` evicted: the ones it does not need are given back
+        (`_reprieve`), and the round's evictions must pass the validator's rules (`_legal`); on
+        success (the attempt, the evictions with their reasons), else everything is undone."""
+        att = self._fits_without(job, targets, allow_borrow, keep=True)
+        if att is None:
+            self._restore()
+            return None
+        chosen = self._reprieve(job, att, [(v, reason_of[v.id]) for v in targets])
+        if self._legal(job, att, chosen):
+            return att, chosen
+        self.rollback(job, list(att.replicas))
+        self._release([v for v, _ in chosen], sign=1.0)  # the reprieved are back already
         return None
 
     def _fair_preempt(self, job: JobSpec, need: FArray, cands: list[tuple[JobSpec, str]]
@@ -427,19 +435,7 @@ class KueueEngine(GreedyEngine):
             targets = fairpreempt.fair_targets(p, job, need, [v for v, _ in cands], self.ledger.quota_used, fits)
         finally:
             self._restore()
-        if not targets:
-            return None
-        att = self._fits_without(job, targets, allow_borrow=True, keep=True)
-        if att is None:
-            self._restore()
-            return None
-        reason_of = {v.id: r for v, r in cands}
-        chosen = self._reprieve(job, att, [(v, reason_of[v.id]) for v in targets])
-        if self._legal(job, att, chosen):
-            return att, chosen
-        self.rollback(job, list(att.replicas))
-        self._release([v for v, _ in chosen], sign=1.0)
-        return None
+        return self._evict_for(job, targets, {v.id: r for v, r in cands}, allow_borrow=True) if targets else None
 
     def _hold_capacity(self, job: JobSpec) -> None:
         """Kueue's `reserveCapacityForUnreclaimablePreempt` (scheduler.go, `quotaResourcesToReserve`):
@@ -501,7 +497,7 @@ class KueueEngine(GreedyEngine):
                 if not np.any(used[v.tenant][frs] > nominal + EPS * np.maximum(1.0, nominal)):
                     continue
             out.append(v)
-            used[v.tenant] -= preemption.held_flavors(p, v)
+            used[v.tenant] -= running.held_flavors(p, v)
         return out
 
     def _under_nominal(self, tenant: int, frs: BArray) -> bool:
@@ -688,7 +684,7 @@ class KueueEngine(GreedyEngine):
             self.alive[v.index] = False
             self.evicted_jobs.append(v)
             self.evictions[v.id] = Eviction(job=v.id, reason=reason, by=job.id,
-                                            lost_gpu_hours=preemption.lost_gpu_hours(self.p, v))
+                                            lost_gpu_hours=running.lost_gpu_hours(self.p, v))
         if within and any(r == "reclaimed" for _, r in chosen):
             self.no_borrow[job.tenant] |= uses > 0
         return new

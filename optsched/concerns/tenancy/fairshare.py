@@ -17,11 +17,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optsched.ledger import EPS, PlacedReplica, cohort_tree
-from optsched.problem import BArray, FArray, JobSpec, Problem
+from optsched.concerns.tenancy.running import held_flavors, running_usage_before
+from optsched.ledger import EPS, PlacedReplica, cohort_tree, flavor_use
+from optsched.problem import BArray, Derived, FArray, JobSpec, Problem
+
+if TYPE_CHECKING:
+    from optsched.roundmodel.variables import RoundModel
 
 FINAL_SHARE = "less_than_or_equal_to_final_share"
 """Rule S2-a: the preemptor's share with its job is at most the target's share after the eviction."""
@@ -150,6 +155,120 @@ def strategy_passes(p: Problem, preemptor_share: float, target_before: float, ta
     return any(strategy_holds(name, preemptor_share, target_before, target_after) for name in strategies(p))
 
 
+def strategy_problems(p: Problem, victim: JobSpec, tenant: int, uses: FArray, others_reclaimed: FArray | None,
+                      own_freed: FArray | None = None) -> list[str]:
+    """Why fair sharing does not let a preemptor of `tenant` using `uses` (per flavor) in the plan,
+    above its tenant's nominal quota, reclaim `victim` (rule 6's fair-sharing clause,
+    `preemption.eviction_problems`), the jobs of the victim's tenant reclaimed before it (quota
+    usage `others_reclaimed`) gone first: no configured strategy holds (`strategy_passes`). Shares
+    are Kueue's (`shares`), of the two tenants' almost least common ancestors, on the round's
+    starting usage (`running_usage_before`, as rule 5 reads it: admitting more jobs never makes an
+    eviction illegal): the preemptor's with its usage in the plan added and its own tenant's jobs it
+    preempts (`own_freed`) gone (Kueue takes those as targets too, and may take them first), the
+    target's before and after the victim's removal. Kueue computes them on its cache at that
+    moment of its cycle."""
+    start = running_usage_before(p)
+    a, b = tenant, victim.tenant
+    node_a, node_b = almost_lcas(p, a, b)
+    with_job = start.copy()
+    with_job[a] += uses
+    if own_freed is not None:
+        with_job[a] -= own_freed
+    mine = share_of(shares(p, with_job), node_a)
+    before = start.copy()
+    if others_reclaimed is not None:
+        before[b] -= others_reclaimed
+    old = share_of(shares(p, before), node_b)
+    after = before.copy()
+    after[b] -= held_flavors(p, victim)
+    new = share_of(shares(p, after), node_b)
+    if strategy_passes(p, mine, old, new):
+        return []
+    return [f"fair sharing: the preemptor's share with its job {mine:.6g} is above the victim's tenant's share "
+            f"after the eviction {new:.6g} and not below it before {old:.6g} (strategies "
+            f"{strategies(p)})"]
+
+
+STRATEGY_SCALE = 10_000
+"""Integer scale of the fair-sharing share comparison (P2f): both sides' coefficients are scaled so
+that the larger is this, rounded against the reclaim (the preemptor's up, the victim's down)."""
+
+STRATEGY_MARGIN = 1e-5
+"""Relative and absolute margin of a strict comparison (S2-b alone) in P2f: above the validator's
+tolerance (`ledger.EPS` x share)."""
+
+
+def strategies_cpsat(r: RoundModel, pairs: list[tuple[JobSpec, JobSpec, int, str, Any]],
+                     reclaimed: dict[int, list[tuple[JobSpec, Any, int]]], orders: dict[int, dict[str, int]],
+                     used_before: FArray, may_use: dict[int, BArray]) -> None:
+    """P2f, fair sharing in a flat cohort, for `preemption.cpsat`: ``fair[j,k]`` (j reclaims k
+    without ending within its nominal quota; `pairs`: (j, k, k's reclaimed flavor, strategy,
+    literal)) only when the strategy holds (`strategy_problems`), in a sound
+    restriction. The preemptor's share with its usage is bounded above: per resource R,
+    ``X[j,R] = Σ_{f∈R} b[j,f]`` with ``b[j,f] ≥ start[t_j,f] + use[j,f] − nominal[t_j,f]``, ``b ≥ 0``
+    (its own preempted jobs not subtracted). The victim's tenant's share is bounded below by the
+    resource R_k of the reclaimed flavor alone, its borrowing summed with sign:
+    ``Y[k] = Σ_{f∈R_k} (start[t_k,f] − nominal[t_k,f] − held[k,f] − Σ_{o before k} held[o,f] rec[o])``
+    over its tenant's reclaims before k in Kueue's order (P3, `orders` per tenant). S2-a:
+    ``X[j,R] · L_{R_k} w_k ≤ Y[k] · L_R w_j`` and ``Y[k] ≥ 0``, L the cohort's lendable per
+    resource (`lendable`), w the weights; S2-b: the same with ``Y`` before k's removal
+    and a margin (`STRATEGY_MARGIN`). One literal per configured strategy: either lets j reclaim k.
+    Units: usage x 1000, as the quota rows."""
+    p, m = r.p, r.model
+    start = running_usage_before(p)
+    res = p.flavor_resource
+    lend = lendable(p)
+    excess: dict[tuple[int, int], Any] = {}
+
+    def over(j: JobSpec, f: int) -> Any:  # b[j,f]: j's tenant's usage past nominal with j's usage added
+        got = excess.get((j.index, f))
+        if got is None:
+            base = round((start[j.tenant, f] - p.nominal[j.tenant, f]) * 1000)
+            keys = r.job_keys(j.index)
+            coefs = [round(flavor_use(p, j.groups[key[1]], key[2])[f] * 1000) for key in keys]
+            use = r.wsum((r.y[key] for key, c in zip(keys, coefs, strict=True) if c), (c for c in coefs if c))
+            most = max(0, base) + sum(c * j.groups[key[1]].rmax for key, c in zip(keys, coefs, strict=True))
+            got = excess[(j.index, f)] = m.new_int_var(0, max(0, most), f"fair_over[{j.index},{f}]")
+            m.add(got >= base + use)
+        return got
+
+    for j, victim, f_k, strategy, lit in pairs:
+        final = strategy == FINAL_SHARE
+        a, b = j.tenant, victim.tenant
+        cohort = int(p.tenant_cohort[b])
+        r_k = int(res[f_k])
+        group_k = np.flatnonzero(res == r_k)
+        lend_k = float(lend[cohort, group_k].sum())
+        if lend_k <= 0:
+            m.add(lit == 0)
+            continue
+        held = held_flavors(p, victim)
+        rank = orders[b]
+        y_const = sum(round((used_before[b, f] - p.nominal[b, f] - (held[f] if final else 0.0)) * 1000)
+                      for f in group_k.tolist())
+        earlier = [(round(float(held_flavors(p, o)[group_k].sum()) * 1000), rec) for o, rec, _ in reclaimed[b]
+                   if rank[o.id] < rank[victim.id]]
+        earlier = [(c, v) for c, v in earlier if c]
+        y = y_const - r.wsum((v for _, v in earlier), (c for c, _ in earlier)) if earlier else y_const
+        m.add(y >= 0).only_enforce_if(lit)
+        usable = may_use[j.index]  # `preemption.possible_flavors`
+        for r_a in np.unique(res).tolist():  # every resource: the share is the largest over them
+            group_a = np.flatnonzero(res == r_a)
+            lend_a = float(lend[cohort, group_a].sum())
+            if lend_a <= 0:
+                continue
+            alpha = lend_k * float(p.tenant_weight[b])  # on the preemptor's borrowing
+            beta = lend_a * float(p.tenant_weight[a])  # on the victim's tenant's
+            if not final:
+                beta *= 1.0 - STRATEGY_MARGIN
+            top = max(alpha, beta)
+            ca, cb = math.ceil(alpha / top * STRATEGY_SCALE), math.floor(beta / top * STRATEGY_SCALE)
+            x_terms = [over(j, f) if usable[f] else max(0, round((start[a, f] - p.nominal[a, f]) * 1000))
+                       for f in group_a.tolist()]
+            margin = 0 if final else math.ceil(STRATEGY_MARGIN * STRATEGY_SCALE * alpha * beta / top)
+            m.add(ca * r.sum(x_terms) + margin <= cb * y).only_enforce_if(lit)
+
+
 # ---------------------------------------------------------------------------- admission fair sharing
 # Kueue's admission fair sharing (pkg/util/admissionfairsharing, pkg/cache/queue/cluster_queue.go
 # `queueOrderingFunc`; docs/concepts/admission_fair_sharing.md). In a tenant (ClusterQueue) with
@@ -212,3 +331,20 @@ class QueueUsage:
             for name, amount in zip(self.p.resources, g.req.tolist(), strict=True):
                 if amount:
                     added[name] = added.get(name, 0.0) + self.alpha * amount
+
+
+def running_queue_usage(p: Problem) -> FArray:
+    """Per running job, its LocalQueue's usage at the round's start (`QueueUsage`; 0 where its
+    tenant does not order by it): Kueue's candidate order within a ClusterQueue."""
+    return p.derived(RUNNING_QUEUE_USAGE)
+
+
+def _running_queue_usage(p: Problem) -> FArray:
+    usage = QueueUsage(p)
+    out = np.array([usage.usage(j.spec.local_queue) if usage.orders(j.tenant) else 0.0 for j in p.running],
+                   dtype=float)
+    out.setflags(write=False)
+    return out
+
+
+RUNNING_QUEUE_USAGE: Derived[FArray] = Derived("fairshare.running_queue_usage", _running_queue_usage)

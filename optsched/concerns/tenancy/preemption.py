@@ -13,7 +13,7 @@ eviction with its preemptor `by` (a job this plan admits):
   ``borrow_within_cohort: lower_priority`` (with ``reclaim_within_cohort`` not ``never``) for a
   victim of lower priority, at most ``max_priority_threshold``; with fair sharing
   (`Cluster.fair_sharing`), instead of ``borrow_within_cohort``, by ``reclaim_within_cohort`` when
-  one of Kueue's share strategies holds (`fair_share_problems`);
+  one of Kueue's share strategies holds (`fairshare.strategy_problems`);
 - reclaim takes only borrowed capacity: the reclaimed jobs of a tenant must have an order in
   which each, once those before it are gone, finds its tenant still borrowing such a flavor
   (`reclaim_order`). This is Kueue's rule (pkg/scheduler/preemption/classical/
@@ -46,148 +46,20 @@ import numpy as np
 from optsched.concerns import eligibility
 from optsched.concerns.base import Violation
 from optsched.concerns.tenancy import fairshare
-from optsched.ledger import EPS, Ledger, counted_flavors, flavor_use, quota_broken
+from optsched.concerns.tenancy.running import (
+    RunningTable,
+    held_flavors,
+    lost_gpu_hours,
+    running_table,
+    running_usage_before,
+)
+from optsched.ledger import EPS, counted_flavors, flavor_use, quota_broken
 from optsched.model.plan import Plan
 from optsched.problem import BArray, Derived, FArray, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
     from optsched.roundmodel.variables import RoundModel
-
-
-def lost_gpu_hours(p: Problem, job: JobSpec) -> float:
-    """GPU-hours of work an eviction of running `job` loses (what an `Eviction` reports)."""
-    return (job.checkpoint_age_s + job.restart_s) * p.gpus_of(job.placements) / 3600.0
-
-
-def lost_work(p: Problem, job: JobSpec) -> float:
-    """Work an eviction of running `job` loses, priced over every resource it holds, in
-    GPU-equivalent hours (the `disruption` term): ``(checkpoint_age_s + restart_s) / 3600`` x the
-    sum over its replicas of the replica's dominant share of the cluster in GPUs,
-    ``max(GPUs, cpu / cpu_per_gpu, memory / memory_per_gpu)`` (`per_gpu`). A replica shaped
-    like its node's share of a GPU counts its GPUs (so GPU work costs its GPU-hours, as before),
-    CPU-only work costs what it blocks, and no resource is counted twice."""
-    cpu_per_gpu, memory_per_gpu = per_gpu(p)
-    held = 0.0
-    for pl in job.placements:
-        g = job.groups[pl.group]
-        held += max(len(pl.devices) * pl.share, float(g.req[0]) / cpu_per_gpu, float(g.req[1]) / memory_per_gpu)
-    return (job.checkpoint_age_s + job.restart_s) * held / 3600.0
-
-
-def per_gpu(p: Problem) -> tuple[float, float]:
-    """(millicores, MiB) that one GPU-equivalent stands for: the cpu and memory of the cluster's
-    real accelerator nodes over their devices (on mixed-cloud-10k, an H100 node's 8 GPUs come with
-    its cpu and memory). A cluster without accelerators: one average node is one equivalent."""
-    return p.derived(PER_GPU)
-
-
-def _per_gpu(p: Problem) -> tuple[float, float]:
-    real = ~p.node_provisioned
-    accel = real & (p.node_dev_count > 0)
-    nodes = accel if accel.any() else real
-    units = float(p.node_dev_count[nodes].sum()) if accel.any() else float(nodes.sum())
-    if units <= 0 or not len(p.resources):
-        return math.inf, math.inf
-    cap = p.cap[nodes].sum(axis=0)
-    cpu, memory = (float(cap[0]) / units, float(cap[1]) / units) if len(cap) > 1 else (float(cap[0]) / units, 0.0)
-    return (cpu if cpu > 0 else math.inf), (memory if memory > 0 else math.inf)
-
-
-PER_GPU: Derived[tuple[float, float]] = Derived("preemption.per_gpu", _per_gpu)
-
-
-def running_usage_before(p: Problem) -> np.ndarray:
-    """Quota usage (T x F) of all running jobs at the start of the round."""
-    return p.derived(RUNNING_QUOTA)
-
-
-RUNNING_QUOTA: Derived[np.ndarray] = Derived("preemption.running_quota",
-                                             lambda p: Ledger.with_running(p).quota_used.copy())
-"""Quota usage (T x F) of all running jobs at the start of the round."""
-
-
-def held_flavors(p: Problem, job: JobSpec) -> FArray:
-    """Quota usage (per flavor) of a running job where it sits (a row of `running_table`)."""
-    if job.running and job.index < len(p.running) and p.running[job.index] is job:
-        row: FArray = running_table(p).held[job.index]
-        return row
-    return _held(p, job)
-
-
-def _held(p: Problem, job: JobSpec) -> FArray:
-    held = np.zeros(len(p.flavors))
-    for pl in job.placements:
-        held += flavor_use(p, job.groups[pl.group], pl.node)
-    return held
-
-
-@dataclass(frozen=True)
-class RunningTable:
-    """Per running job, what preemption reads (arrays aligned with `p.running`; read-only)."""
-
-    tenant: np.ndarray
-    priority: np.ndarray
-    submitted: np.ndarray
-    started: np.ndarray
-    preemptible: np.ndarray
-    id_rank: np.ndarray
-    """Rank of the job id in sorted order (the last tie-break of victim orders)."""
-    held: np.ndarray
-    """(running, flavors): quota usage where the job sits."""
-    lost: np.ndarray
-    """GPU-equivalent hours an eviction loses (`lost_work`: the `disruption` term)."""
-    gpus: np.ndarray
-    """GPUs the job holds."""
-    place_job: np.ndarray
-    place_node: np.ndarray
-    """Per replica of a running job: the job (its index) and its node."""
-    queue_usage: np.ndarray
-    """Its LocalQueue's admission fair-sharing usage at the round's start (`fairshare.QueueUsage`;
-    0 where its tenant does not order by it): Kueue's candidate order within a ClusterQueue."""
-
-
-def touching(rt: RunningTable, nodes: BArray) -> BArray:
-    """Per running job: whether one of its replicas sits on one of `nodes` (a node mask)."""
-    hit = nodes[rt.place_node]
-    out: BArray = np.bincount(rt.place_job[hit], minlength=len(rt.tenant)) > 0
-    return out
-
-
-def running_table(p: Problem) -> RunningTable:
-    """The `RunningTable` of the round (built once per problem)."""
-    return p.derived(RUNNING_TABLE)
-
-
-def _running_table(p: Problem) -> RunningTable:
-    run = p.running
-    n_f = len(p.flavors)
-    held = np.array([_held(p, j) for j in run], dtype=float).reshape(len(run), n_f)
-    place_job = np.array([k for k, j in enumerate(run) for _ in j.placements], dtype=np.int64)
-    place_node = np.array([pl.node for j in run for pl in j.placements], dtype=np.int64)
-    order = sorted(range(len(run)), key=lambda k: run[k].id)
-    usage = fairshare.QueueUsage(p)
-    id_rank = np.empty(len(run), dtype=np.int64)
-    id_rank[order] = np.arange(len(run))
-    table = RunningTable(
-        tenant=np.array([j.tenant for j in run], dtype=np.int64),
-        priority=np.array([j.priority for j in run], dtype=np.int64),
-        submitted=np.array([j.submitted_at for j in run], dtype=float),
-        started=np.array([j.started_at for j in run], dtype=float),
-        preemptible=np.array([j.preemptible for j in run], dtype=bool),
-        id_rank=id_rank, held=held,
-        lost=np.array([lost_work(p, j) for j in run], dtype=float),
-        gpus=np.array([p.gpus_of(j.placements) for j in run], dtype=float), place_job=place_job,
-        place_node=place_node,
-        queue_usage=np.array([usage.usage(j.spec.local_queue) if usage.orders(j.tenant) else 0.0 for j in run],
-                             dtype=float))
-    for a in (table.tenant, table.priority, table.submitted, table.started, table.preemptible, id_rank, held,
-              table.lost, table.gpus, table.queue_usage, place_job, place_node):
-        a.setflags(write=False)
-    return table
-
-
-RUNNING_TABLE: Derived[RunningTable] = Derived("preemption.running_table", _running_table)
 
 
 @dataclass(frozen=True)
@@ -252,7 +124,7 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
     elif fairshare.enabled(p):  # Kueue's fair sharing: a share comparison instead of borrow_within_cohort
         if reclaim == "lower_priority" and job.priority <= victim.priority:
             out.append(f"preemptor priority {job.priority} does not exceed victim's {victim.priority}")
-        out.extend(fair_share_problems(p, victim, by, others_reclaimed, own_freed))
+        out.extend(fairshare.strategy_problems(p, victim, job.tenant, by.uses, others_reclaimed, own_freed))
     else:
         bwc = policy.borrow_within_cohort if policy else None
         if bwc is None or bwc.policy == "never":
@@ -284,39 +156,6 @@ def preempts_while_borrowing(p: Problem, tenant: int) -> bool:
         return True
     bwc = policy.borrow_within_cohort
     return bwc is not None and bwc.policy != "never"
-
-
-def fair_share_problems(p: Problem, victim: JobSpec, by: Preemptor, others_reclaimed: FArray | None,
-                        own_freed: FArray | None = None) -> list[str]:
-    """Why fair sharing does not let `by` (above its tenant's nominal quota) reclaim `victim`,
-    the jobs of the victim's tenant reclaimed before it (quota usage `others_reclaimed`) gone
-    first: no configured strategy holds (`fairshare.strategy_passes`). Shares are Kueue's
-    (`fairshare`), of the two tenants' almost least common ancestors, on the round's starting
-    usage (`running_usage_before`, as rule 5 reads it: admitting more jobs never makes an eviction
-    illegal): the preemptor's with its usage in the plan added and its own tenant's jobs it
-    preempts (`own_freed`) gone (Kueue takes those as targets too, and may take them first), the
-    target's before and after the victim's removal. Kueue computes them on its cache at that
-    moment of its cycle."""
-    start = running_usage_before(p)
-    a, b = by.job.tenant, victim.tenant
-    node_a, node_b = fairshare.almost_lcas(p, a, b)
-    with_job = start.copy()
-    with_job[a] += by.uses
-    if own_freed is not None:
-        with_job[a] -= own_freed
-    mine = fairshare.share_of(fairshare.shares(p, with_job), node_a)
-    before = start.copy()
-    if others_reclaimed is not None:
-        before[b] -= others_reclaimed
-    old = fairshare.share_of(fairshare.shares(p, before), node_b)
-    after = before.copy()
-    after[b] -= held_flavors(p, victim)
-    new = fairshare.share_of(fairshare.shares(p, after), node_b)
-    if fairshare.strategy_passes(p, mine, old, new):
-        return []
-    return [f"fair sharing: the preemptor's share with its job {mine:.6g} is above the victim's tenant's share "
-            f"after the eviction {new:.6g} and not below it before {old:.6g} (strategies "
-            f"{fairshare.strategies(p)})"]
 
 
 def over_nominal_problems(p: Problem, by: Preemptor) -> list[str]:
@@ -391,7 +230,7 @@ def reclaim_order(p: Problem, reclaims: list[tuple[JobSpec, Preemptor | None]],
     and the positions no order can take. Built from the end: the last one needs the tenant to
     borrow with all the others gone, and any job that can be last may be (taking it out only
     eases the conditions of the rest), so the greedy is exact. With fair sharing, a reclaim by a
-    preemptor above nominal must also pass a strategy (`fair_share_problems`, with the preemptor's
+    preemptor above nominal must also pass a strategy (`fairshare.strategy_problems`, with the preemptor's
     own preempted jobs `own_freed` by preemptor id), which also only gets harder as more jobs of
     the tenant go first."""
     if not reclaims:
@@ -411,7 +250,7 @@ def reclaim_order(p: Problem, reclaims: list[tuple[JobSpec, Preemptor | None]],
             return False
         by = reclaims[k][1]
         return not (fair and by is not None and not by.within_nominal
-                    and fair_share_problems(p, reclaims[k][0], by, total - held[k],
+                    and fairshare.strategy_problems(p, reclaims[k][0], by.job.tenant, by.uses, total - held[k],
                                             (own_freed or {}).get(by.job.id)))
 
     while left:
@@ -704,7 +543,7 @@ def cpsat(r: RoundModel) -> None:
     takes only borrowed quota: with k reclaimed, the reclaimed jobs of its tenant before k in
     Kueue's candidate order (`kueue_order`) hold less of k's reclaimed flavor than the tenant
     borrowed (P3). ``disruption`` = sum of the evicted jobs' lost work in GPU-equivalent hours
-    (`lost_work`, P4). Two tie-breaks follow every term of a lexicographic order:
+    (`running.lost_work`, P4). Two tie-breaks follow every term of a lexicographic order:
     ``victim_priority`` (the evicted jobs' priority ranks: lower-priority victims at equal lost
     work) and ``evictions``, their number (Kueue evicts as few jobs as it can).
     """
@@ -790,7 +629,8 @@ def cpsat(r: RoundModel) -> None:
                 continue
             m.add(r.wsum((v for _, v in others), (c for c, _ in others)) <= borrowed - 1).only_enforce_if(rec)
     if fair_pairs:
-        _fair_share_cpsat(r, fair_pairs, reclaimed, orders, used_before)
+        fairshare.strategies_cpsat(r, fair_pairs, reclaimed, orders, used_before,
+                                   {j.index: possible_flavors(p, j) for j, *_ in fair_pairs})
     r.add_term("disruption", total_lost - r.wsum((v for _, v in lost_terms), (c for c, _ in lost_terms)),
                DISRUPTION_SCALE, maximise=False)
     r.term_ub["disruption"] = total_lost
@@ -803,85 +643,6 @@ def cpsat(r: RoundModel) -> None:
         r.term_ub["victim_priority"] = sum(ranks)
         r.add_term("evictions", len(lost_terms) - r.sum(v for _, v in lost_terms), 1.0, maximise=False)
         r.term_ub["evictions"] = len(lost_terms)
-
-
-FAIR_SCALE = 10_000
-"""Integer scale of the fair-sharing share comparison (P2f): both sides' coefficients are scaled so
-that the larger is this, rounded against the reclaim (the preemptor's up, the victim's down)."""
-
-FAIR_MARGIN = 1e-5
-"""Relative and absolute margin of a strict comparison (S2-b alone) in P2f: above the validator's
-tolerance (`ledger.EPS` x share)."""
-
-
-def _fair_share_cpsat(r: RoundModel, pairs: list[tuple[JobSpec, JobSpec, int, str, Any]],
-                      reclaimed: dict[int, list[tuple[JobSpec, Any, int]]], orders: dict[int, dict[str, int]],
-                      used_before: FArray) -> None:
-    """P2f, fair sharing in a flat cohort: ``fair[j,k]`` (j reclaims k without ending within its
-    nominal quota) only when a configured strategy holds (`fair_share_problems`), in a sound
-    restriction. The preemptor's share with its usage is bounded above: per resource R,
-    ``X[j,R] = Σ_{f∈R} b[j,f]`` with ``b[j,f] ≥ start[t_j,f] + use[j,f] − nominal[t_j,f]``, ``b ≥ 0``
-    (its own preempted jobs not subtracted). The victim's tenant's share is bounded below by the
-    resource R_k of the reclaimed flavor alone, its borrowing summed with sign:
-    ``Y[k] = Σ_{f∈R_k} (start[t_k,f] − nominal[t_k,f] − held[k,f] − Σ_{o before k} held[o,f] rec[o])``
-    over its tenant's reclaims before k in Kueue's order (P3). S2-a (when configured):
-    ``X[j,R] · L_{R_k} w_k ≤ Y[k] · L_R w_j`` and ``Y[k] ≥ 0``, L the cohort's lendable per
-    resource (`fairshare.lendable`), w the weights; S2-b: the same with ``Y`` before k's removal
-    and a margin (`FAIR_MARGIN`). One literal per configured strategy: either lets j reclaim k.
-    Units: usage x 1000, as the quota rows."""
-    p, m = r.p, r.model
-    start = running_usage_before(p)
-    res = p.flavor_resource
-    lend = fairshare.lendable(p)
-    excess: dict[tuple[int, int], Any] = {}
-
-    def over(j: JobSpec, f: int) -> Any:  # b[j,f]: j's tenant's usage past nominal with j's usage added
-        got = excess.get((j.index, f))
-        if got is None:
-            base = round((start[j.tenant, f] - p.nominal[j.tenant, f]) * 1000)
-            keys = r.job_keys(j.index)
-            coefs = [round(flavor_use(p, j.groups[key[1]], key[2])[f] * 1000) for key in keys]
-            use = r.wsum((r.y[key] for key, c in zip(keys, coefs, strict=True) if c), (c for c in coefs if c))
-            most = max(0, base) + sum(c * j.groups[key[1]].rmax for key, c in zip(keys, coefs, strict=True))
-            got = excess[(j.index, f)] = m.new_int_var(0, max(0, most), f"fair_over[{j.index},{f}]")
-            m.add(got >= base + use)
-        return got
-
-    for j, victim, f_k, strategy, lit in pairs:
-        final = strategy == fairshare.FINAL_SHARE
-        a, b = j.tenant, victim.tenant
-        cohort = int(p.tenant_cohort[b])
-        r_k = int(res[f_k])
-        group_k = np.flatnonzero(res == r_k)
-        lend_k = float(lend[cohort, group_k].sum())
-        if lend_k <= 0:
-            m.add(lit == 0)
-            continue
-        held = held_flavors(p, victim)
-        rank = orders[b]
-        y_const = sum(round((used_before[b, f] - p.nominal[b, f] - (held[f] if final else 0.0)) * 1000)
-                      for f in group_k.tolist())
-        earlier = [(round(float(held_flavors(p, o)[group_k].sum()) * 1000), rec) for o, rec, _ in reclaimed[b]
-                   if rank[o.id] < rank[victim.id]]
-        earlier = [(c, v) for c, v in earlier if c]
-        y = y_const - r.wsum((v for _, v in earlier), (c for c, _ in earlier)) if earlier else y_const
-        m.add(y >= 0).only_enforce_if(lit)
-        may_use = possible_flavors(p, j)
-        for r_a in np.unique(res).tolist():  # every resource: the share is the largest over them
-            group_a = np.flatnonzero(res == r_a)
-            lend_a = float(lend[cohort, group_a].sum())
-            if lend_a <= 0:
-                continue
-            alpha = lend_k * float(p.tenant_weight[b])  # on the preemptor's borrowing
-            beta = lend_a * float(p.tenant_weight[a])  # on the victim's tenant's
-            if not final:
-                beta *= 1.0 - FAIR_MARGIN
-            top = max(alpha, beta)
-            ca, cb = math.ceil(alpha / top * FAIR_SCALE), math.floor(beta / top * FAIR_SCALE)
-            x_terms = [over(j, f) if may_use[f] else max(0, round((start[a, f] - p.nominal[a, f]) * 1000))
-                       for f in group_a.tolist()]
-            margin = 0 if final else math.ceil(FAIR_MARGIN * FAIR_SCALE * alpha * beta / top)
-            m.add(ca * r.sum(x_terms) + margin <= cb * y).only_enforce_if(lit)
 
 
 def priority_ranks(p: Problem) -> np.ndarray:
@@ -910,7 +671,7 @@ def candidate_order(p: Problem, running: np.ndarray, tenant: int) -> np.ndarray:
     """Positions in `p.running` (`running`) sorted as Kueue's `CandidatesOrdering` sorts the
     preemption candidates of a workload of `tenant` (pkg/scheduler/preemption/common/ordering.go):
     other ClusterQueues' first, then, among the tenant's own with admission fair sharing, the
-    highest LocalQueue usage (`RunningTable.queue_usage`), then lowest priority, then the most
+    highest LocalQueue usage (`fairshare.running_queue_usage`), then lowest priority, then the most
     recently started (quota reserved last), then by id for a deterministic order. Kueue's first
     key, workloads already being evicted, has no counterpart: nothing is mid-eviction at a round's
     start. Kueue compares LocalQueue usage also between two candidates of one other ClusterQueue;
@@ -918,7 +679,7 @@ def candidate_order(p: Problem, running: np.ndarray, tenant: int) -> np.ndarray:
     sharing's target ordering), not in this one list over several."""
     rt = running_table(p)
     own = rt.tenant[running] == tenant
-    afs = np.where(own, -rt.queue_usage[running], 0.0)
+    afs = np.where(own, -fairshare.running_queue_usage(p)[running], 0.0)
     order = np.lexsort((rt.id_rank[running], -rt.started[running], rt.priority[running], afs, own))
     out: np.ndarray = running[order]
     return out

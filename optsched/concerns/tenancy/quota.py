@@ -23,7 +23,7 @@ import numpy as np
 
 from optsched.concerns import eligibility
 from optsched.concerns.base import Violation
-from optsched.concerns.tenancy import preemption
+from optsched.concerns.tenancy import running
 from optsched.ledger import EPS, Ledger, PlacedReplica, cohort_tree, counted_flavors, flavor_class, flavor_use
 from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
@@ -307,7 +307,7 @@ def cpsat(r: RoundModel) -> None:
         for f, amount in use:
             new.setdefault((job.tenant, f), []).append((amount, var))
     for job in r.evictable:
-        held = preemption.held_flavors(p, job)
+        held = running.held_flavors(p, job)
         for f in np.flatnonzero(held > 0).tolist():
             kept.setdefault((job.tenant, f), []).append((round(held[f] * scale), r.keep[p.running_index[job.id]]))
     base = r.base.quota_used

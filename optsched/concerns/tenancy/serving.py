@@ -40,11 +40,11 @@ from optsched.concerns.base import Violation
 from optsched.concerns.tenancy.preemption import (
     Preemptor,
     eviction_problems,
-    held_flavors,
     may_evict_literal,
     preemptor,
     uses_literal,
 )
+from optsched.concerns.tenancy.running import held_flavors
 from optsched.ledger import EPS, quota_broken
 from optsched.problem import BArray, JobSpec, Problem
 from optsched.view import PlanView

@@ -17,7 +17,12 @@ from optsched.view import PlanView
 
 def check_problem(problem: Problem, plan: Plan) -> list[Violation]:
     """Violations of `plan` against an already compiled problem."""
-    view = PlanView(problem, plan)
+    return check_view(PlanView(problem, plan))
+
+
+def check_view(view: PlanView) -> list[Violation]:
+    """Violations of a plan already indexed as a `PlanView` (a caller that also evaluates the plan
+    builds the view once: `metrics.evaluate_view`)."""
     out: list[Violation] = []
     for _name, fn in CHECKS:
         out.extend(fn(view))
@@ -29,4 +34,4 @@ def check(cluster: Cluster, queue: Queue, plan: Plan) -> list[Violation]:
     return check_problem(compile_problem(cluster, queue), plan)
 
 
-__all__ = ["Violation", "check", "check_problem"]
+__all__ = ["Violation", "check", "check_problem", "check_view"]

@@ -69,6 +69,26 @@ def _flavor_class(p: Problem) -> IArray:
 FLAVOR_CLASS: Derived[IArray] = Derived("ledger.flavor_class", _flavor_class)
 
 
+def _flavor_class_rows(p: Problem) -> BArray:
+    rows: BArray = np.unique(p.flavor_nodes.T, axis=0) if len(p.flavors) else np.zeros((1, 0), dtype=bool)
+    return rows
+
+
+FLAVOR_CLASS_ROWS: Derived[BArray] = Derived("ledger.flavor_class_rows", _flavor_class_rows)
+"""The flavors of each flavor class ((classes, flavors), rows in `FLAVOR_CLASS`'s numbering)."""
+
+
+def flavors_among(p: Problem, nodes: BArray) -> tuple[BArray, BArray]:
+    """(flavors that some of `nodes` count for, flavors that all of them do), from the flavor
+    classes present among them: one pass over the nodes instead of one per flavor. With no node,
+    no flavor and every flavor."""
+    rows = p.derived(FLAVOR_CLASS_ROWS)
+    present = rows[np.bincount(p.derived(FLAVOR_CLASS)[nodes], minlength=len(rows)) > 0]
+    some: BArray = np.any(present, axis=0)
+    every: BArray = np.all(present, axis=0)
+    return some, every
+
+
 def counted_flavors(p: Problem, group: GroupSpec) -> BArray:
     """Flavors that count something a replica of `group` asks for: its GPUs (flavors counting
     GPUs, when it asks for devices) or a resource it requests (the others)."""

@@ -46,8 +46,14 @@ class Metrics(BaseModel):
 
 def evaluate_problem(problem: Problem, plan: Plan) -> Metrics:
     """Metrics of `plan` against an already compiled problem."""
+    return evaluate_view(PlanView(problem, plan))
+
+
+def evaluate_view(view: PlanView) -> Metrics:
+    """Metrics of a plan already indexed as a `PlanView` (a caller that also checks the plan
+    builds the view once: `check.check_view`)."""
+    problem, plan = view.problem, view.plan
     clock.charge(clock.EVALUATE_S * (len(problem.jobs) + len(problem.running)))  # deterministic mode's measure
-    view = PlanView(problem, plan)
     values: dict[str, float] = {}
     for _name, fn in TERMS:
         values.update(fn(view))
@@ -80,4 +86,4 @@ def chargeback(cluster: Cluster, queue: Queue, plan: Plan) -> Chargeback:
     return chargeback_problem(compile_problem(cluster, queue), plan)
 
 
-__all__ = ["Chargeback", "Metrics", "chargeback", "chargeback_problem", "evaluate", "evaluate_problem"]
+__all__ = ["Chargeback", "Metrics", "chargeback", "chargeback_problem", "evaluate", "evaluate_problem", "evaluate_view"]

@@ -4,9 +4,9 @@ The domain model (`optsched.domain.model`) says which jobs go in, how many repli
 go to each cell or class, and which running jobs leave for which rule. Here:
 
 1. the chosen victims leave the ledger; per victim (Kueue's order) an admitted job that may evict
-   it is placed with one replica on the victim's nodes, on its bins' quota flavors (rule 10's
-   room, `serve_victims`; meanwhile the jobs it places keep off the nodes of the victims it has
-   not reached yet); then the other admitted jobs are placed, in priority order,
+   it is placed with one replica on the victim's nodes, on its bins' quota flavors where one
+   fits, else on any (rule 10's room, `serve_victims`; meanwhile the jobs it places keep off the
+   nodes of the victims it has not reached yet); then the other admitted jobs are placed, in priority order,
    each replica on the best-fit node (kube-scheduler MostAllocated, the placement engine of the
    baselines: every primitive is the validator's own) among the nodes of the bins the model gave
    its group (where the bins run out below the group's minimum, the LP having rounded the job in
@@ -26,9 +26,9 @@ go to each cell or class, and which running jobs leave for which rule. Here:
 
 Quota flavors are kept because the model's quota rows hold only for its own flavors: on
 mixed-cloud-10k, served and retried replicas that left them (100 GPUs of L40S jobs onto A100
-nodes) took quota and room the model had given other jobs, which were then deferred. The three
-changes (flavors, the victims' nodes kept free while serving, late serving) took the placed
-value from 2.0-3.9% to 0.5-1.5% below the model's bound on seeds 0-4 (benchmarks/results/domain-placement.md).
+nodes) took quota and room the model had given other jobs, which were then deferred. Keeping
+flavors, keeping the victims' nodes free while serving and late serving took the placed value
+from 1.4-3.9% to 0.4-1.9% below the model's bound on seeds 0-4 (benchmarks/results/domain-placement.md).
 
 The plan is then checked by the validator (a violation is a bug: the caller is told why, and
 never gets the plan).
@@ -42,15 +42,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from optsched import clock
-from optsched.check import check_problem
+from optsched.check import check_view
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import preemption, running, serving
 from optsched.domain.cells import Cells
 from optsched.domain.model import DomainSolution
 from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_use
+from optsched.metrics import evaluate_view
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.solvers.greedy import STRATEGIES, GreedyEngine, NodeCursor, kube_order, to_plan
+from optsched.view import PlanView
 
 PLACEMENT = "best-fit"
 """The node score replicas are placed with inside their bins."""
@@ -90,6 +92,8 @@ class DomainEngine(GreedyEngine):
         """Per set of bins: the nodes of their quota flavors (`_flavor_mask`)."""
         self.in_bins = False
         self.keep_flavors = False
+        self.any_flavor = False
+        """The serving pass's second try for a victim: a replica beside it on any flavor."""
         self.reserved: BArray | None = None
         """During the serving pass: the nodes of the victims it has not reached yet, which the
         jobs it places for earlier victims leave free (a job that may not evict a victim and
@@ -205,8 +209,8 @@ class DomainEngine(GreedyEngine):
 
     def run_passes(self, deadline: float) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
         """The admitted jobs in their bins (those bound to one domain first, each part in priority
-        order), then those of them that did not fit, anywhere, then the jobs the model left out,
-        anywhere (priority order): placements and deferrals."""
+        order), then those of them that did not fit, anywhere on their bins' flavors, then the jobs
+        the model left out, anywhere (priority order): placements and deferrals."""
         admitted = [j for j in self.order or [] if j.index in self.sol.admitted]
         # the jobs bound to one domain first: the others' bins (classes) span that domain too
         per_cell = {j for (j, _), bins in self.sol.replicas.items() if min(bins) < self.cells.n}
@@ -230,6 +234,7 @@ class DomainEngine(GreedyEngine):
             for j in more:
                 deferred.pop(j, None)
             deferred.update(again)
+        self.keep_flavors = False
         return placed, deferred
 
     def serve_victims(self, admitted: list[JobSpec], deadline: float) -> dict[str, list[PlacedReplica]]:
@@ -237,8 +242,11 @@ class DomainEngine(GreedyEngine):
         placed so far that may evict it has a replica on its nodes, the first admitted job that
         may evict it (the model's reason first) and has a group the victim's nodes can hold is
         placed with one such replica on them, the rest in its bins, trying at most
-        `SERVE_ATTEMPTS` jobs. Best-fit alone leaves the freed nodes, the least allocated, to
-        the last jobs placed, which may evict nobody. Returns the jobs placed."""
+        `SERVE_ATTEMPTS` jobs: first with that replica on its bins' quota flavors
+        (`_group_flavors`), then, where none was placed so, on any. Best-fit alone leaves the
+        freed nodes, the least allocated, to the last jobs placed, which may evict nobody. While
+        the pass runs, the nodes of the victims it has not reached are kept free (`reserved`).
+        Returns the jobs placed."""
         p = self.p
         self.deadline = deadline
         victims = _victim_reasons(self.sol)
@@ -260,6 +268,13 @@ class DomainEngine(GreedyEngine):
                     continue  # served already (by room)
                 got = self._serve(victim, victims[victim.index],
                                   lambda j: j.index in admitted_ids and j.id not in placed)
+                if got is None:  # none fits on its bins' flavors: a replica on another flavor
+                    self.any_flavor = True  # serves it still (a victim put back costs more)
+                    try:
+                        got = self._serve(victim, victims[victim.index],
+                                          lambda j: j.index in admitted_ids and j.id not in placed)
+                    finally:
+                        self.any_flavor = False
                 if got is not None:
                     job, replicas = got
                     placed[job.id] = replicas
@@ -304,13 +319,15 @@ class DomainEngine(GreedyEngine):
         """Place the first `eligible` job that may evict `victim` and has a group its nodes can
         hold, with one such replica on them (at most `SERVE_ATTEMPTS` tries; a job whose domain
         holds none of those nodes is not a try): the job and its replicas, recorded, or None."""
+        nodes = sorted(serving.victim_nodes(victim))
         target = np.zeros(self.p.n_nodes, dtype=bool)
-        target[sorted(serving.victim_nodes(victim))] = True
+        target[nodes] = True
+        known: dict[tuple[int, int], bool] = {}  # `_fits_beside` per shape: the ledger moves only on a success
         tries = 0
         for job in self._serving_candidates(victim, reason):
             if tries >= SERVE_ATTEMPTS:
                 break
-            if not eligible(job) or not self._fits_beside(job, target):
+            if not eligible(job) or not self._fits_beside(job, nodes, known):
                 continue
             self.serving = target
             try:
@@ -325,25 +342,40 @@ class DomainEngine(GreedyEngine):
                 return job, att.replicas
         return None
 
-    def _fits_beside(self, job: JobSpec, target: BArray) -> bool:
-        """Whether one replica of some group of `job` fits, by resources and devices, on a node of
-        `target` it may use (a try that cannot succeed is not counted against `SERVE_ATTEMPTS`)."""
+    def _fits_beside(self, job: JobSpec, nodes: list[int], known: dict[tuple[int, int], bool]) -> bool:
+        """Whether one replica of some group of `job` fits, by resources and devices, on one of
+        `nodes` (a victim's) that it may use (`_beside`): a try that cannot succeed is not counted
+        against `SERVE_ATTEMPTS`. `known` holds the answers per replica shape (its eligible nodes)
+        and flavor mask while the ledger has not moved."""
         for g in job.groups:
             eligible = self.eligible_nodes(job, g)
-            beside = self._beside(job, g, target)
-            if any(self.ledger.fits_one(g, n) for n in eligible[beside[eligible]].tolist()):
+            same = self._group_flavors(job, g)
+            key = (id(eligible), id(same))
+            got = known.get(key)
+            if got is None:
+                at = np.searchsorted(eligible, nodes).tolist()
+                got = known[key] = any(
+                    i < len(eligible) and int(eligible[i]) == n and (same is None or bool(same[n]))
+                    and self.ledger.fits_one(g, n) for i, n in zip(at, nodes, strict=True))
+            if got:
                 return True
         return False
 
     def _beside(self, job: JobSpec, group: GroupSpec, target: BArray) -> BArray:
         """The nodes of `target` (a victim's) where the serving passes may put a replica of
-        `group`: those of its bins' quota flavors when the model placed it (`_flavor_mask`). A
-        replica served onto another flavor takes quota and room the model gave other jobs there
-        (on mixed-cloud-10k, 100 GPUs of L40S jobs went to A100 nodes that way, and A100 jobs
-        were then deferred for capacity)."""
-        bins = self.sol.replicas.get((job.index, group.index)) if self.in_bins else None
-        same = self._flavor_mask(bins) if bins else None
+        `group`: those of its bins' quota flavors (`_group_flavors`)."""
+        same = self._group_flavors(job, group)
         return target if same is None else target & same
+
+    def _group_flavors(self, job: JobSpec, group: GroupSpec) -> BArray | None:
+        """In the first serving pass, the nodes of the quota flavors of the group's bins
+        (`_flavor_mask`; None: any). A replica served onto another flavor takes quota and room
+        the model gave other jobs there (on mixed-cloud-10k, 100 GPUs of L40S jobs went to A100
+        nodes that way, and A100 jobs were then deferred for capacity)."""
+        if not self.in_bins or self.any_flavor:
+            return None
+        bins = self.sol.replicas.get((job.index, group.index))
+        return self._flavor_mask(bins) if bins else None
 
 
 SERVE_ATTEMPTS = 3
@@ -462,7 +494,8 @@ def _put_back(engine: DomainEngine, victim: JobSpec, placed: dict[str, list[Plac
 
 @dataclass(frozen=True)
 class Assigned:
-    """The plan of a domain solution, and how many of its victims were put back."""
+    """The plan of a domain solution (its objective terms evaluated), and how many of its victims
+    were put back."""
 
     plan: Plan
     kept_back: int
@@ -519,10 +552,11 @@ def assign(p: Problem, cells: Cells, sol: DomainSolution, *, deadline: float) ->
     plan = to_plan(p, placed, deferred, SolverStats(name="domain", status="heuristic"))
     used = [r.node for reps in placed.values() for r in reps]
     plan = plan.model_copy(update={"evictions": evictions, "provisioning": eligibility.provisioning_of(p, used)})
-    violations = check_problem(p, plan)
+    view = PlanView(p, plan)  # checked and evaluated on one index of the plan
+    violations = check_view(view)
     if violations:
         return f"the plan failed the check (a bug): {violations[0]}"
-    return Assigned(plan, kept_back)
+    return Assigned(plan.model_copy(update={"objective": evaluate_view(view).objective()}), kept_back)
 
 
 __all__ = ["Assigned", "DomainEngine", "assign", "name_preemptors"]

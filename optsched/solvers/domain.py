@@ -192,12 +192,12 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, str
     if sol.value is None:
         result = f"HiGHS found no solution of the domain model ({sol.status})"
     else:
-        result = _placed(p, m, sol, until)
+        result = assign(p, m.cells, sol, deadline=until)
         if rounded is not None and isinstance(result, Assigned) \
                 and until - clock.now() >= BOTH_PLACED_MARGIN * (clock.now() - t):
             # the LP's rounding placed too: placing loses more of one solution than of the other
             # (benchmarks/results/domain-placement.md), and neither is better on every round
-            other = _placed(p, m, rounded, until)
+            other = assign(p, m.cells, rounded, deadline=until)
             if isinstance(other, Assigned) and _better(goal, other, result):
                 result, integral = other, False
                 rounded.bound = sol.bound
@@ -215,16 +215,6 @@ def run_domain(p: Problem, goal: Objective, budget: Budget, *, until: float, str
 BOTH_PLACED_MARGIN = 1.5
 """The LP's rounding is placed besides the MIP's solution only when this many times the first
 placement's time is left before the plan is due."""
-
-
-def _placed(p: Problem, m: DomainModel, sol: DomainSolution, until: float) -> Assigned | str:
-    """`assign` of a solution, its plan evaluated once (the plan carries its terms)."""
-    result = assign(p, m.cells, sol, deadline=until)
-    if isinstance(result, Assigned):
-        plan = result.plan
-        result = Assigned(plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()}),
-                          result.kept_back)
-    return result
 
 
 def _better(goal: Objective, a: Assigned, b: Assigned) -> bool:

@@ -53,9 +53,9 @@ from optsched.concerns.tenancy.running import (
     running_table,
     running_usage_before,
 )
-from optsched.ledger import EPS, counted_flavors, flavor_use, quota_broken
+from optsched.ledger import EPS, counted_flavors, flavor_use, flavors_among, quota_broken
 from optsched.model.plan import Plan
-from optsched.problem import BArray, Derived, FArray, JobSpec, Problem
+from optsched.problem import BArray, Derived, FArray, GroupSpec, JobSpec, Problem
 from optsched.view import PlanView
 
 if TYPE_CHECKING:
@@ -303,9 +303,9 @@ def sure_flavors(p: Problem, job: JobSpec) -> BArray:
     for g in job.groups:
         if g.rmin <= 0:
             continue
-        usable = eligibility.mask(p, job, g)
-        if usable.any():
-            out |= counted_flavors(p, g) & p.flavor_nodes[:, usable].all(axis=1)
+        some, every = p.derived(ELIGIBLE_FLAVORS, job, g)
+        if some.any() or not len(some):
+            out |= counted_flavors(p, g) & every
     return out
 
 
@@ -313,8 +313,17 @@ def possible_flavors(p: Problem, job: JobSpec) -> BArray:
     """Flavors some admission of `job` may use."""
     out = np.zeros(len(p.flavors), dtype=bool)
     for g in job.groups:
-        out |= counted_flavors(p, g) & (p.flavor_nodes & eligibility.mask(p, job, g)).any(axis=1)
+        out |= counted_flavors(p, g) & p.derived(ELIGIBLE_FLAVORS, job, g)[0]
     return out
+
+
+def _eligible_flavors(p: Problem, job: JobSpec, group: GroupSpec) -> tuple[BArray, BArray]:
+    return flavors_among(p, eligibility.mask(p, job, group))
+
+
+ELIGIBLE_FLAVORS: Derived[tuple[BArray, BArray]] = Derived("preemption.eligible_flavors", _eligible_flavors,
+                                                           key=eligibility.shape_key)
+"""Per replica shape: (flavors some of its eligible nodes count for, flavors all of them do)."""
 
 
 @dataclass(frozen=True)
@@ -407,13 +416,13 @@ def _use_range(p: Problem, job: JobSpec) -> tuple[FArray, FArray]:
     lo, hi = np.zeros(len(p.flavors)), np.zeros(len(p.flavors))
     res = p.flavor_resource
     for g in job.groups:
-        usable = eligibility.mask(p, job, g)
+        some, every = p.derived(ELIGIBLE_FLAVORS, job, g)
         counted = counted_flavors(p, g)
         amount = np.where(res < 0, g.gpu, g.req[np.maximum(res, 0)]) if len(res) else np.zeros(0)
-        may = counted & (p.flavor_nodes & usable).any(axis=1)
+        may = counted & some
         hi[may] += amount[may] * g.rmax
-        if g.rmin > 0 and usable.any() and (job.gang or job.ratios):
-            sure = counted & p.flavor_nodes[:, usable].all(axis=1)
+        if g.rmin > 0 and some.any() and (job.gang or job.ratios):
+            sure = counted & every
             lo[sure] += amount[sure] * g.rmin
     return lo, hi
 

@@ -38,10 +38,20 @@ class PlacedReplica:
 def flavor_use(p: Problem, group: GroupSpec, node: int) -> FArray:
     """Quota usage (per flavor) of one replica of `group` on `node`: its GPUs (shares as fractions)
     for the flavors that count GPUs there, its request of the resource for the others
-    (`Problem.flavor_nodes`: where each flavor counts)."""
+    (`Problem.flavor_nodes`: where each flavor counts). Read-only: kept per request and flavor
+    class (`flavor_class`), since ledgers ask it for every replica they add."""
+    if not len(p.flavors):
+        return _NO_FLAVORS
+    memo = p.derived(FLAVOR_USES)
+    key = (group.gpu, group.req.tobytes(), int(p.derived(FLAVOR_CLASS)[node]))
+    use = memo.get(key)
+    if use is None:
+        use = memo[key] = _flavor_use(p, group, node)
+    return use
+
+
+def _flavor_use(p: Problem, group: GroupSpec, node: int) -> FArray:
     use = np.zeros(len(p.flavors))
-    if not len(use):
-        return use
     on = p.flavor_nodes[:, node]
     res = p.flavor_resource
     gpu = on & (res < 0)
@@ -49,7 +59,33 @@ def flavor_use(p: Problem, group: GroupSpec, node: int) -> FArray:
         use[gpu] = group.gpu
     counted = on & (res >= 0)
     use[counted] = group.req[res[counted]]
+    use.setflags(write=False)
     return use
+
+
+_NO_FLAVORS: FArray = np.zeros(0)
+_NO_FLAVORS.setflags(write=False)
+
+
+def _flavor_uses(p: Problem) -> dict[tuple[float, bytes, int], FArray]:
+    return {}
+
+
+FLAVOR_USES: Derived[dict[tuple[float, bytes, int], FArray]] = Derived("ledger.flavor_uses", _flavor_uses)
+"""`flavor_use`'s answers so far, by (GPUs, request, flavor class): a memo the problem keeps."""
+
+
+def _node_device_lists(p: Problem) -> list[tuple[int, list[bool], list[int]]]:
+    starts, counts = p.node_dev_start.tolist(), p.node_dev_count.tolist()
+    healthy, groups = p.dev_healthy.tolist(), p.dev_group.tolist()
+    return [(a, healthy[a:a + k], groups[a:a + k]) for a, k in zip(starts, counts, strict=True)]
+
+
+NODE_DEVICE_LISTS: Derived[list[tuple[int, list[bool], list[int]]]] = Derived("ledger.node_device_lists",
+                                                                                _node_device_lists)
+"""Per node: (its first flat device index, its devices' health, their interconnect groups) as
+Python lists: what the per-replica device code reads node by node (a numpy slice and `tolist` per
+call cost more than the work on a node's few devices)."""
 
 
 def flavor_class(p: Problem) -> IArray:
@@ -334,13 +370,12 @@ class Ledger:
 
     def _refresh_node(self, n: int) -> None:
         p = self.problem
-        a, k = int(p.node_dev_start[n]), int(p.node_dev_count[n])
+        a, healthy, groups = p.derived(NODE_DEVICE_LISTS)[n]
+        k = len(healthy)
         if k == 0:
             return
         # one node's few devices: plain Python (numpy's per-call cost dominated this in profiles)
-        healthy = p.dev_healthy[a:a + k].tolist()
         used = self.dev_used[a:a + k].tolist()
-        groups = p.dev_group[a:a + k].tolist()
         per_group = dict.fromkeys(groups, 0)
         for h, u, g in zip(healthy, used, groups, strict=True):
             if h and u <= EPS:

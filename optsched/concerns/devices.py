@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from optsched.concerns.base import Violation
-from optsched.ledger import EPS, Ledger
+from optsched.ledger import EPS, NODE_DEVICE_LISTS, Ledger
 from optsched.problem import GroupSpec, Problem
 from optsched.view import PlanView
 
@@ -54,10 +54,9 @@ def pick(p: Problem, ledger: Ledger, node: int, group: GroupSpec,
         return (), 1.0
     if group.model_speed[p.node_model[node]] <= 0:
         return None
-    a, b = ledger.node_devices(node)
+    a, healthy, groups = p.derived(NODE_DEVICE_LISTS)[node]
     # one node's few devices: plain Python (numpy's per-call cost dominated this in profiles)
-    healthy = p.dev_healthy[a:b].tolist()
-    used = ledger.dev_used[a:b].tolist()
+    used = ledger.dev_used[a:a + len(healthy)].tolist()
     if group.share:
         ok = [i for i, (h, u) in enumerate(zip(healthy, used, strict=True)) if h and u + group.share <= 1.0 + EPS]
         if not ok:
@@ -72,7 +71,6 @@ def pick(p: Problem, ledger: Ledger, node: int, group: GroupSpec,
         chosen = _whole_groups(p, ledger, node, k)
         return (chosen, 1.0) if chosen is not None else None
     if group.affinity != "none" or policy == "best":
-        groups = p.dev_group[a:b].tolist()
         members: dict[int, list[int]] = {}
         for i in free:
             members.setdefault(groups[i], []).append(i)

@@ -185,6 +185,17 @@ class DomainEngine(GreedyEngine):
             got = self.sub_cursors[key] = (mask, base, NodeCursor(self, base.group, inside) if len(inside) else None)
         return (base, mask) if got[2] is None else (got[2], None)
 
+    def domain_candidates(self, job: JobSpec, levels: list[int], limit: int) -> list[tuple[int, int]]:
+        """The base engine's domains for a topology-bound job; while a serving pass places it
+        beside a victim, only those holding one of the victim's nodes (in any other, the replica
+        that must go beside it has nowhere to go: the same outcome, without the attempt; on
+        mixed-cloud-10k about 330 such attempts a round)."""
+        out = super().domain_candidates(job, levels, limit)
+        if self.serving is None:
+            return out
+        nodes = np.flatnonzero(self.serving)
+        return [(lv, d) for lv, d in out if bool((self.p.node_domain_at(lv)[nodes] == d).any())]
+
     def replica_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
         """The base engine's mask and, on the first try of an admitted job, its group's bins with
         replicas left to take (slots only there)."""

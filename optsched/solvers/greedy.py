@@ -385,7 +385,7 @@ class GreedyEngine:
                 now[group.index] += 1
 
     # ------------------------------------------------------------------ domains
-    def _domain_candidates(self, job: JobSpec, levels: list[int], limit: int) -> list[tuple[int, int]]:
+    def domain_candidates(self, job: JobSpec, levels: list[int], limit: int) -> list[tuple[int, int]]:
         """Up to `limit` (level, domain) pairs, at `levels` in order, whose free devices of the
         models the job accepts could hold its minimum replicas (Slurm counts only nodes that
         satisfy the job's constraints)."""
@@ -416,11 +416,11 @@ class GreedyEngine:
             lv = job.topo_level
             # Slurm tree: the lowest switch first, up to the required level; others: that level only
             levels = list(range(p.n_levels - 1, lv - 1, -1)) if self.s.domain_first and lv < p.n_levels else [lv]
-            attempts = list(self._domain_candidates(job, levels, MAX_DOMAIN_ATTEMPTS))
+            attempts = list(self.domain_candidates(job, levels, MAX_DOMAIN_ATTEMPTS))
             if not attempts:
                 return Attempt(failure="topology", detail="no domain has enough free devices")
         elif self.s.domain_first and multi and p.n_levels:
-            attempts = [*self._domain_candidates(job, list(range(p.n_levels - 1, -1, -1)), MAX_DOMAIN_ATTEMPTS), None]
+            attempts = [*self.domain_candidates(job, list(range(p.n_levels - 1, -1, -1)), MAX_DOMAIN_ATTEMPTS), None]
         else:
             attempts = [None]
         last = Attempt(failure="capacity")

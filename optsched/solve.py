@@ -128,9 +128,13 @@ def solve(cluster: Cluster, queue: Queue, *, solver: str = "auto", objective: Ob
         but not how far a search gets in the time: plans can differ from call to call.
     """
     start = time.perf_counter()
-    p = compile_problem(cluster, queue)
-    return solve_problem(p, solver=solver, objective=objective, time_limit=time_limit, seed=seed, started=start,
-                         num_workers=num_workers, initial_plan=initial_plan, deterministic=deterministic)
+    # paused from compiling to the plan: re-enabled between the two, the collector ran the
+    # collection compiling had postponed inside the call's time limit (`optsched.latency`)
+    with gc_paused():
+        p = compile_problem(cluster, queue)
+        return solve_problem(p, solver=solver, objective=objective, time_limit=time_limit, seed=seed,
+                             started=start, num_workers=num_workers, initial_plan=initial_plan,
+                             deterministic=deterministic)
 
 
 __all__ = ["solve", "solve_problem", "solver_names"]

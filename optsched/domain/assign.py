@@ -88,8 +88,8 @@ class DomainEngine(GreedyEngine):
         stay theirs) and a cursor over the shape's nodes inside the mask (None: there are none)."""
         self.cells = cells
         self._node_flavors: IArray | None = None
-        self.flavor_masks: dict[tuple[int, ...], BArray] = {}
-        """Per set of bins: the nodes of their quota flavors (`_flavor_mask`)."""
+        self.flavor_masks: dict[tuple[int, ...], BArray | None] = {}
+        """Per set of bins: the nodes of their quota flavors (`_flavor_mask`; None: every node)."""
         self.in_bins = False
         self.keep_flavors = False
         self.any_flavor = False
@@ -158,15 +158,15 @@ class DomainEngine(GreedyEngine):
             self._node_flavors = (p.flavor_nodes.astype(np.int64) << np.arange(len(p.flavors))[:, None]).sum(axis=0)
         sig = self._node_flavors
         key = tuple(sorted(bins))
-        got = self.flavor_masks.get(key)
-        if got is None:
+        if key not in self.flavor_masks:
             n = self.cells.n
             node_bin = self.node_bin[0] if min(bins) < n else self.node_bin[1]
             in_bins = np.isin(node_bin, list(bins))
             got = np.isin(sig, np.unique(sig[in_bins]))
-            self.flavor_masks[key] = got
-            self.owned[id(got)] = got
-        return None if got.all() else got
+            self.flavor_masks[key] = None if got.all() else got
+            if not got.all():
+                self.owned[id(got)] = got
+        return self.flavor_masks[key]
 
     def cursor_within(self, job: JobSpec, group: GroupSpec,
                       restrict: BArray | None) -> tuple[NodeCursor, BArray | None]:
@@ -188,8 +188,7 @@ class DomainEngine(GreedyEngine):
     def domain_candidates(self, job: JobSpec, levels: list[int], limit: int) -> list[tuple[int, int]]:
         """The base engine's domains for a topology-bound job; while a serving pass places it
         beside a victim, only those holding one of the victim's nodes (in any other, the replica
-        that must go beside it has nowhere to go: the same outcome, without the attempt; on
-        mixed-cloud-10k about 330 such attempts a round)."""
+        that must go beside it has nowhere to go: the same outcome, without the attempt)."""
         out = super().domain_candidates(job, levels, limit)
         if self.serving is None:
             return out

@@ -28,7 +28,8 @@ Quota flavors are kept because the model's quota rows hold only for its own flav
 mixed-cloud-10k, served and retried replicas that left them (100 GPUs of L40S jobs onto A100
 nodes) took quota and room the model had given other jobs, which were then deferred. Keeping
 flavors, keeping the victims' nodes free while serving and late serving took the placed value
-from 1.4-3.9% to 0.4-1.9% below the model's bound on seeds 0-4 (benchmarks/results/domain-placement.md).
+from 1.4-3.9% (one-off, before) to 0.4-1.9% below the model's bound on seeds 0-4
+(benchmarks/results/domain-placement.md).
 
 The plan is then checked by the validator (a violation is a bug: the caller is told why, and
 never gets the plan).
@@ -47,7 +48,7 @@ from optsched.concerns import eligibility
 from optsched.concerns.tenancy import preemption, running, serving
 from optsched.domain.cells import Cells
 from optsched.domain.model import DomainSolution
-from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_use
+from optsched.ledger import EPS, Ledger, PlacedReplica, flavor_class, flavor_use
 from optsched.metrics import evaluate_view
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
@@ -87,7 +88,6 @@ class DomainEngine(GreedyEngine):
         """Per (id of a bins' mask, id of a shape's cursor): the mask, that cursor (kept, so the ids
         stay theirs) and a cursor over the shape's nodes inside the mask (None: there are none)."""
         self.cells = cells
-        self._node_flavors: IArray | None = None
         self.flavor_masks: dict[tuple[int, ...], BArray | None] = {}
         """Per set of bins: the nodes of their quota flavors (`_flavor_mask`; None: every node)."""
         self.in_bins = False
@@ -154,15 +154,13 @@ class DomainEngine(GreedyEngine):
         p = self.p
         if not len(p.flavors):
             return None
-        if self._node_flavors is None:
-            self._node_flavors = (p.flavor_nodes.astype(np.int64) << np.arange(len(p.flavors))[:, None]).sum(axis=0)
-        sig = self._node_flavors
+        cls = flavor_class(p)  # nodes every flavor counts alike share a class
         key = tuple(sorted(bins))
         if key not in self.flavor_masks:
             n = self.cells.n
             node_bin = self.node_bin[0] if min(bins) < n else self.node_bin[1]
             in_bins = np.isin(node_bin, list(bins))
-            got = np.isin(sig, np.unique(sig[in_bins]))
+            got = np.isin(cls, np.unique(cls[in_bins]))
             self.flavor_masks[key] = None if got.all() else got
             if not got.all():
                 self.owned[id(got)] = got

@@ -69,7 +69,7 @@ from optsched import clock
 from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
+from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_class, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
@@ -83,6 +83,11 @@ PLACEMENT = "best-fit"
 PRECHECK_SLACK = 1e-6
 """Resource slack of the capacity precheck (`KueueEngine._cannot_fit`): it may only overestimate
 what fits, never reject a placement the engine would find."""
+
+QUOTA_PRECHECK_MARGIN = 1e-9
+"""Relative margin by which the quota precheck (`KueueEngine._quota_rules_out`) must see a limit
+exceeded: its sum of the least usage and the ledger's may round differently from the ledger's own
+replica by replica sums, and it may only reject what the full check rejects."""
 
 NODE_FAILURES = frozenset({"capacity", "topology", "bandwidth", "spread"})
 """Placement failures of an assigned flavor's nodes, after which the next flavor is tried."""
@@ -122,6 +127,8 @@ class KueueEngine(GreedyEngine):
         self._out: set[int] = set()
         """Running jobs (indices) out of the ledger for the trial last run (`_trial_release`):
         consecutive trials move from one victim set to the next, `_restore` ends the series."""
+        self._least: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
+        """`_least_uses` by (job, assigned flavors)."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -273,7 +280,7 @@ class KueueEngine(GreedyEngine):
         A trial is undone, so between two changes of the round's state the same trial has the
         same outcome: outcomes are remembered (`_trials`, emptied when a job is kept) and a kept
         success re-applies the replicas its trial found. A trial the victims' capacity cannot
-        pass (`_cannot_fit`) is not run."""
+        pass (`_cannot_fit`), or whose quota rules must refuse it (`_quota_rules_out`), is not run."""
         key = (job.index, tuple(v.index for v in victims), allow_borrow)
         tried = key in self._trials
         known = self._trials.get(key)
@@ -289,7 +296,7 @@ class KueueEngine(GreedyEngine):
             self._out = set()
             self._trials.clear()
             return Attempt(list(known.replicas))
-        if self._cannot_fit(job):
+        if self._quota_rules_out(job, allow_borrow) or self._cannot_fit(job):
             self._trials[key] = None
             return None
         att = self.place_job(job)
@@ -302,6 +309,58 @@ class KueueEngine(GreedyEngine):
             self.rollback(job, list(att.replicas))
         self._trials[key] = Attempt(list(att.replicas)) if ok else None
         return att if ok else None
+
+    def _least_uses(self, job: JobSpec) -> FArray:
+        """Per flavor, a lower bound of the quota usage of every placement the engine may find for
+        the job on its assigned flavors: a gang (or ratio) job places each group's target count, another
+        job at least one replica of some group (`place_in`), and a replica uses at least the least a
+        replica of its group uses on a node it may take (its eligible nodes, on its assigned flavor's)."""
+        p = self.p
+        flavors = self.flavors.assign(job).flavors
+        key = (job.index, tuple(sorted(flavors.items())))
+        known = self._least.get(key)
+        if known is not None:
+            return known
+        counts = gang.target_counts(job) or [0] * len(job.groups)
+        classes = flavor_class(p)
+        per_group = []
+        for group, count in zip(job.groups, counts, strict=True):
+            nodes = self.eligible_nodes(job, group)
+            if group.index in flavors:
+                nodes = nodes[p.flavor_nodes[flavors[group.index], nodes]]
+            if not count or not len(nodes):
+                continue  # places nothing (a gang job then places nothing at all)
+            _, first = np.unique(classes[nodes], return_index=True)
+            per_replica = np.min([flavor_use(p, group, int(n)) for n in nodes[first]], axis=0)
+            per_group.append(per_replica * count if job.gang or job.ratios else per_replica)
+        if not per_group:
+            least = np.zeros(len(p.flavors))
+        elif job.gang or job.ratios:
+            least = np.sum(per_group, axis=0)
+        else:
+            least = np.min(per_group, axis=0)
+        self._least[key] = least
+        return least
+
+    def _quota_rules_out(self, job: JobSpec, allow_borrow: bool) -> bool:
+        """Whether `_quota_ok` must refuse every placement of the job on the ledger now: its tenant's
+        usage with the job's least usage (`_least_uses`) already borrows a flavor it may not borrow
+        (reclaimed within nominal), or, without borrowing, exceeds nominal in a flavor the job uses.
+        Usage only grows with a placement, so a trial it rejects would have been refused after
+        placing the job (checked before it, it spares the placement)."""
+        p = self.p
+        guard = self.no_borrow[job.tenant]
+        if allow_borrow and not guard.any():
+            return False
+        if not len(p.flavors):
+            return False
+        least = self._least_uses(job)
+        nominal = p.nominal[job.tenant]
+        over = self.ledger.quota_used[job.tenant] + least > \
+            nominal + (EPS + QUOTA_PRECHECK_MARGIN) * np.maximum(1.0, nominal)
+        if np.any(guard & over):
+            return True
+        return not allow_borrow and bool(np.any((least > 0) & over))
 
     def _cannot_fit(self, job: JobSpec) -> bool:
         """Whether the job's replicas cannot fit on the nodes it may use even counted node by
@@ -610,20 +669,24 @@ class KueueEngine(GreedyEngine):
         usable = np.zeros(p.n_nodes, dtype=bool)
         for g in job.groups:
             usable |= eligibility.mask(p, job, g)
-
-        def protected(v: JobSpec) -> bool:  # a candidate but for its priority
-            if v.tenant == job.tenant:
-                return policy.within_tenant != "never"
-            return (policy.reclaim_within_cohort == "lower_priority" and p.tenant_root[job.tenant] >= 0
-                    and p.tenant_root[v.tenant] == p.tenant_root[job.tenant]
-                    and bool(self._borrowing_now(v.tenant).any()))
-
-        alive = [p.running[k] for k in np.flatnonzero(self.alive)]
-        holders = [v for v in alive if v.preemptible and v.priority >= job.priority
-                   and any(usable[pl.node] for pl in v.placements) and protected(v)]
-        allowed = [v for v, _ in self._candidates(job)]
+        # holders: alive preemptible running jobs of its priority or higher on nodes it may use,
+        # which are candidates but for their priority (vectorised over `running.running_table`)
+        rt = running.running_table(p)
+        same = rt.tenant == job.tenant
+        protected = same & (policy.within_tenant != "never")
+        root = int(p.tenant_root[job.tenant])
+        if policy.reclaim_within_cohort == "lower_priority" and root >= 0:
+            borrowing = np.zeros(len(p.tenant_names), dtype=bool)
+            members = np.flatnonzero(p.tenant_root == root)
+            borrowing[members] = [bool(self._borrowing_now(int(t)).any()) for t in members]
+            protected |= ~same & (p.tenant_root[rt.tenant] == root) & borrowing[rt.tenant]
+        holding = self.alive & rt.preemptible & (rt.priority >= job.priority) & protected
+        if holding.any():
+            holding &= running.touching(rt, usable)
+        holders = [p.running[k] for k in np.flatnonzero(holding)]
         if not holders:
             return att
+        allowed = [v for v, _ in self._candidates(job)]
         fits = self._fits_without(job, holders + allowed, allow_borrow=True, keep=False)
         self._restore()
         if fits is None:

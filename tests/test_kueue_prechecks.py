@@ -1,0 +1,74 @@
+"""The `kueue` baseline's trial prechecks change its speed, never its plans.
+
+A preemption trial (`KueueEngine._fits_without`) is skipped when a necessary condition already
+rules it out: node capacity counted node by node (`_cannot_fit`) or the quota rules the placed
+job would be refused by (`_quota_rules_out`). Each must refuse only trials the full placement
+would refuse, so the plan with the prechecks switched off is the same plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from optsched.check import check_problem
+from optsched.model import Cluster, Plan, Queue
+from optsched.problem import JobSpec, Problem, compile_problem
+from optsched.solvers import kueue
+from tests.strategies import contended_rounds
+
+
+def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
+    with monkeypatch.context() as m:
+        m.setattr(kueue.KueueEngine, "_quota_rules_out", lambda self, job, allow_borrow: False)
+        m.setattr(kueue.KueueEngine, "_cannot_fit", lambda self, job: False)
+        return kueue.solve_kueue(p)
+
+
+def _decisions(plan: Plan) -> dict[str, Any]:
+    return {"placements": [pl.model_dump() for pl in plan.placements],
+            "deferred": [d.model_dump() for d in plan.deferred],
+            "evictions": [e.model_dump() for e in plan.evictions]}
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=contended_rounds())
+def test_prechecks_leave_contended_plans_unchanged(data: tuple[Cluster, Queue],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    c, q = data
+    p = compile_problem(c, q)
+    plan = kueue.solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert _decisions(plan) == _decisions(_without_prechecks(compile_problem(c, q), monkeypatch))
+
+
+def test_quota_precheck_refuses_trials_and_leaves_the_plan_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a mixed-cloud-10k round where a tenant reclaims within nominal and may not borrow
+    afterwards, the quota precheck refuses trials (it is exercised), and the plan is the one
+    the full trials give (a precheck that refused every trial of such a tenant, or counted one
+    GPU too many, changes this round's plan)."""
+    from optsched.bundled import DATA_DIR
+    from optsched.generate import generate_queue
+    from optsched.model import load_cluster
+
+    c = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    q = generate_queue(c, "mixed", jobs=100, load=2.0, seed=3)
+    refused: list[str] = []
+    original = kueue.KueueEngine._quota_rules_out
+
+    def counting(self: kueue.KueueEngine, job: JobSpec, allow_borrow: bool) -> bool:
+        out = original(self, job, allow_borrow)
+        if out:
+            refused.append(job.id)
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(kueue.KueueEngine, "_quota_rules_out", counting)
+        p = compile_problem(c, q)
+        plan = kueue.solve_kueue(p)
+    assert refused
+    assert check_problem(p, plan) == []
+    assert _decisions(plan) == _decisions(_without_prechecks(compile_problem(c, q), monkeypatch))

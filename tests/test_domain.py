@@ -178,6 +178,29 @@ def test_with_time_for_both_the_better_placed_of_the_lp_and_the_mip_solution_is_
     assert not run.integral and run.solution.status.startswith("LP, placed better than the MIP's")
 
 
+def test_a_tight_mip_runs_where_only_its_estimate_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ascend-910b-4k seed 2 (500 jobs, 2x load): the LP's rounding admits gangs bound to one
+    domain that the domain cannot hold and places 4% below the bound, the MIP's solution 0.5%.
+    With the MIP's estimate set so that twice it does not fit half the time left but the estimate
+    does (`TIGHT_MIP`), the MIP runs and its plan is kept."""
+    from optsched.solvers import domain as domain_solver
+
+    cluster = load_cluster(DATA_DIR / "clusters" / "ascend-910b-4k.yaml")
+    p = compile_problem(cluster, generate_queue(cluster, "mixed", jobs=500, load=2.0, seed=2))
+    columns = len(build_model(p).cost)
+    budget = Budget.from_now(30.0)  # about 28 s left after the LP: twice a 22 s estimate does not fit half of it
+    monkeypatch.setattr(domain_solver, "MIP_SECONDS_PER_COLUMN", 11.0 / columns)
+    run = run_domain(p, Objective.parse(None), budget, until=budget.at(0.97))
+    assert run.plan is not None and not check_problem(p, run.plan)
+    assert run.integral and run.solution.bound is not None
+    assert evaluate_problem(p, run.plan).admitted_value >= 0.99 * run.solution.bound
+    monkeypatch.setattr(domain_solver, "TIGHT_MIP", 1.0)  # without the tight MIP: the LP's rounding
+    again = Budget.from_now(30.0)
+    lp = run_domain(p, Objective.parse(None), again, until=again.at(0.97))
+    assert not lp.integral and lp.plan is not None
+    assert evaluate_problem(p, lp.plan).admitted_value < 0.97 * run.solution.bound
+
+
 def test_lost_work_price_follows_the_objective() -> None:
     assert lost_price(Objective.parse(None)) < 0.01
     assert lost_price(Objective.parse({"admitted_value": 1.0, "disruption": 3.0})) == 3.0

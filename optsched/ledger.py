@@ -393,7 +393,7 @@ class Ledger:
     def add(self, job: JobSpec, group: GroupSpec, node: int, devices: tuple[int, ...], share: float,
             sign: float = 1.0) -> None:
         """Account one replica (sign=-1 removes it)."""
-        self.used[node] += sign * group.req
+        self.used[node] += group.req if sign == 1.0 else sign * group.req  # the same floats, one numpy call fewer
         pad = group.nonzero_pad
         if pad[0] or pad[1]:
             self.score_pad[node, 0] += sign * pad[0]
@@ -405,7 +405,8 @@ class Ledger:
                 dev_used[d] += delta
             self._refresh_node(node)
         if len(self.problem.flavors):
-            self.quota_used[job.tenant] += sign * flavor_use(self.problem, group, node)
+            use = flavor_use(self.problem, group, node)
+            self.quota_used[job.tenant] += use if sign == 1.0 else sign * use
 
     def add_uplink(self, domains: IArray, gbps: float, sign: float = 1.0) -> None:
         """Account a job's collective traffic on the uplinks of `domains`."""

@@ -377,12 +377,19 @@ class Ledger:
         # one node's few devices: plain Python (numpy's per-call cost dominated this in profiles)
         used = self.dev_used[a:a + k].tolist()
         per_group = dict.fromkeys(groups, 0)
+        share = -np.inf  # one pass: free devices per group and the largest free share
         for h, u, g in zip(healthy, used, groups, strict=True):
-            if h and u <= EPS:
-                per_group[g] += 1
+            if h:
+                if u <= EPS:
+                    per_group[g] += 1
+                free = 1.0 - u
+            else:
+                free = 0.0
+            if free > share:
+                share = free
         self.free_whole[n] = sum(per_group.values())
         self.max_group_free[n] = max(per_group.values())
-        self.max_share_free[n] = max(1.0 - u if h else 0.0 for h, u in zip(healthy, used, strict=True))
+        self.max_share_free[n] = share
 
     def node_devices(self, n: int) -> tuple[int, int]:
         """Flat index range [start, stop) of node `n`'s devices."""

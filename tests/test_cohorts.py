@@ -47,6 +47,39 @@ def test_a_one_level_tree_is_the_flat_cohort(spec: list[tuple[int, int | None, i
     assert bool(quota.problems(flat, used)) == bool(quota.problems(tree, used))
 
 
+@settings(max_examples=300, deadline=None)
+@given(spec=st.lists(st.tuples(st.integers(0, 8), LIMIT, LIMIT, st.integers(0, 16), st.sampled_from([None, "org", "child"])),
+                     min_size=1, max_size=4),
+       tree=st.booleans(), org_quota=LIMIT, child_quota=LIMIT, child_borrow=LIMIT)
+def test_one_tenants_quota_rules_agree_with_the_problems_it_is_touched_in(
+        spec: list[tuple[int, int | None, int | None, int, str | None]], tree: bool, org_quota: int | None,
+        child_quota: int | None, child_borrow: int | None) -> None:
+    """`ledger.quota_broken` (one tenant's rules: nominal, borrowing limit, its cohort or the cohorts
+    on its path to the root) says a rule breaks exactly when `quota.problems` with that tenant
+    touched reports one: the greedy engines' quota check (`quota.job_problem`) asks the first and
+    builds the second's message only then. Solo tenants, flat cohorts and two-level trees."""
+    from optsched.ledger import quota_broken
+
+    def limits(n: int, b: int | None, lend: int | None) -> dict[str, Any]:
+        return {"nominal": n, **({} if b is None else {"borrowing_limit": b}),
+                **({} if lend is None else {"lending_limit": lend})}
+
+    tenants = [{"name": f"t{i}", "quotas": {"cpu": limits(n, b, lend)},
+                **({} if group is None else {"cohort": group if tree else "org"})}
+               for i, (n, b, lend, _, group) in enumerate(spec)]
+    cohorts: list[dict[str, Any]] = []
+    if tree:
+        cohorts = [{"name": "org", **({} if org_quota is None else {"quotas": {"cpu": {"nominal": org_quota}}})},
+                   {"name": "child", "parent": "org", **({} if child_quota is None else {
+                       "quotas": {"cpu": limits(child_quota, child_borrow, None)}})}]
+    p = compile_problem(_cluster(tenants, cohorts), Queue())
+    used = np.array([[float(u)] for *_, u, _ in spec])
+    for t in range(len(spec)):
+        touched = np.zeros_like(used, dtype=bool)
+        touched[t] = True
+        assert bool(quota_broken(p, used, t).any()) == bool(quota.problems(p, used, touched))
+
+
 def test_a_child_cohort_borrows_within_its_limit() -> None:
     """`child` (team-a, nominal 4) may borrow 2 from the root's own quota of 6: team-a at 6 is
     legal, at 7 the child cohort is over its subtree quota plus its borrowing limit (4 + 2)."""

@@ -24,7 +24,16 @@ import numpy as np
 from optsched.concerns import eligibility
 from optsched.concerns.base import Violation
 from optsched.concerns.tenancy import running
-from optsched.ledger import EPS, Ledger, PlacedReplica, cohort_tree, counted_flavors, flavor_class, flavor_use
+from optsched.ledger import (
+    EPS,
+    Ledger,
+    PlacedReplica,
+    cohort_tree,
+    counted_flavors,
+    flavor_class,
+    flavor_use,
+    quota_broken,
+)
 from optsched.problem import BArray, FArray, JobSpec, Problem
 from optsched.view import PlanView
 
@@ -101,6 +110,8 @@ def job_problem(p: Problem, ledger: Ledger, job: JobSpec, placed: Sequence[Place
     usage in `ledger` (the job's own replicas `placed` already in it)."""
     if not len(p.flavors):
         return None
+    if not quota_broken(p, ledger.quota_used, job.tenant).any():
+        return None  # the tenant's rules alone, as `problems` judges them (tested equal): a third of its time
     touched = np.zeros_like(ledger.quota_used, dtype=bool)
     touched[job.tenant] = True
     broken = problems(p, ledger.quota_used, touched)

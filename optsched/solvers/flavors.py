@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optsched.concerns import eligibility
+from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import preemption, quota, running
-from optsched.ledger import EPS, Ledger, counted_flavors, quota_broken
+from optsched.ledger import EPS, Ledger, counted_flavors, flavor_class, flavor_use, quota_broken
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 
 
@@ -55,6 +55,8 @@ class FlavorAssigner:
         depends on the nodes the group may use and what it asks for, nothing else)."""
         self._covers: dict[tuple[tuple[object, ...], bool, int | None], list[int]] = {}
         """(replica shape, asks for GPUs, assigned flavor) -> `_covering`."""
+        self._least: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
+        """`least_uses` by (job, assigned flavors)."""
 
     def fix(self, job: JobSpec, assignment: FlavorAssignment | None = None) -> FlavorAssignment:
         """Fix the job's assignment while it is admitted (placement, preemption trials): the one
@@ -160,6 +162,41 @@ class FlavorAssigner:
             for f in self._covering(job, g, flavors.get(g.index)):
                 need[f] += (g.gpu if res[f] < 0 else float(g.req[res[f]])) * g.rmin
         return need.copy()
+
+    def least_uses(self, job: JobSpec) -> FArray:
+        """Per flavor, a lower bound of the quota usage of every placement of the job on its
+        assigned flavors (read-only): a gang (or ratio) job places each group's target count,
+        another job at least one replica of some group (the greedy engine's `place_in`), and a
+        replica uses at least the least a replica of its group uses on an existing node it may take
+        (eligible, on its assigned flavor's nodes). The `kueue` engine's quota precheck reads it."""
+        p = self.p
+        flavors = self.assign(job).flavors
+        key = (job.index, tuple(sorted(flavors.items())))
+        known = self._least.get(key)
+        if known is not None:
+            return known
+        counts = gang.target_counts(job) or [0] * len(job.groups)
+        classes = flavor_class(p)
+        per_group = []
+        for group, count in zip(job.groups, counts, strict=True):
+            nodes = eligibility.mask(p, job, group) & ~p.node_provisioned
+            if group.index in flavors:
+                nodes = nodes & p.flavor_nodes[flavors[group.index]]
+            at = np.flatnonzero(nodes)
+            if not count or not len(at):
+                continue  # places nothing (a gang job then places nothing at all)
+            _, first = np.unique(classes[at], return_index=True)
+            per_replica = np.min([flavor_use(p, group, int(n)) for n in at[first]], axis=0)
+            per_group.append(per_replica * count if job.gang or job.ratios else per_replica)
+        if not per_group:
+            least = np.zeros(len(p.flavors))
+        elif job.gang or job.ratios:
+            least = np.sum(per_group, axis=0)
+        else:
+            least = np.min(per_group, axis=0)
+        least.setflags(write=False)
+        self._least[key] = least
+        return least
 
     def _covering(self, job: JobSpec, group: GroupSpec, flavor: int | None) -> list[int]:
         """The flavors counting what the group asks for on every node it may use (on `flavor`'s

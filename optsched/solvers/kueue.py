@@ -69,7 +69,7 @@ from optsched import clock
 from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_class, flavor_use
+from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
@@ -127,8 +127,6 @@ class KueueEngine(GreedyEngine):
         self._out: set[int] = set()
         """Running jobs (indices) out of the ledger for the trial last run (`_trial_release`):
         consecutive trials move from one victim set to the next, `_restore` ends the series."""
-        self._least: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
-        """`_least_uses` by (job, assigned flavors)."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -310,41 +308,9 @@ class KueueEngine(GreedyEngine):
         self._trials[key] = Attempt(list(att.replicas)) if ok else None
         return att if ok else None
 
-    def _least_uses(self, job: JobSpec) -> FArray:
-        """Per flavor, a lower bound of the quota usage of every placement the engine may find for
-        the job on its assigned flavors: a gang (or ratio) job places each group's target count, another
-        job at least one replica of some group (`place_in`), and a replica uses at least the least a
-        replica of its group uses on a node it may take (its eligible nodes, on its assigned flavor's)."""
-        p = self.p
-        flavors = self.flavors.assign(job).flavors
-        key = (job.index, tuple(sorted(flavors.items())))
-        known = self._least.get(key)
-        if known is not None:
-            return known
-        counts = gang.target_counts(job) or [0] * len(job.groups)
-        classes = flavor_class(p)
-        per_group = []
-        for group, count in zip(job.groups, counts, strict=True):
-            nodes = self.eligible_nodes(job, group)
-            if group.index in flavors:
-                nodes = nodes[p.flavor_nodes[flavors[group.index], nodes]]
-            if not count or not len(nodes):
-                continue  # places nothing (a gang job then places nothing at all)
-            _, first = np.unique(classes[nodes], return_index=True)
-            per_replica = np.min([flavor_use(p, group, int(n)) for n in nodes[first]], axis=0)
-            per_group.append(per_replica * count if job.gang or job.ratios else per_replica)
-        if not per_group:
-            least = np.zeros(len(p.flavors))
-        elif job.gang or job.ratios:
-            least = np.sum(per_group, axis=0)
-        else:
-            least = np.min(per_group, axis=0)
-        self._least[key] = least
-        return least
-
     def _quota_rules_out(self, job: JobSpec, allow_borrow: bool) -> bool:
         """Whether `_quota_ok` must refuse every placement of the job on the ledger now: its tenant's
-        usage with the job's least usage (`_least_uses`) already borrows a flavor it may not borrow
+        usage with the job's least usage (`FlavorAssigner.least_uses`) already borrows a flavor it may not borrow
         (reclaimed within nominal), or, without borrowing, exceeds nominal in a flavor the job uses.
         Usage only grows with a placement, so a trial it rejects would have been refused after
         placing the job (checked before it, it spares the placement)."""
@@ -354,7 +320,7 @@ class KueueEngine(GreedyEngine):
             return False
         if not len(p.flavors):
             return False
-        least = self._least_uses(job)
+        least = self.flavors.least_uses(job)
         nominal = p.nominal[job.tenant]
         over = self.ledger.quota_used[job.tenant] + least > \
             nominal + (EPS + QUOTA_PRECHECK_MARGIN) * np.maximum(1.0, nominal)

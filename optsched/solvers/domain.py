@@ -60,9 +60,9 @@ TIGHT_MIP = 0.5
 MIP still runs when this share of that (the estimate itself) fits: HiGHS's best plan at its limit,
 or the LP's rounding where that places better (both are placed). On ascend-910b-4k with 500 jobs at
 1 s (2,258-2,980 columns, the MIP optimal in 0.1-0.37 s) the LP's rounding admitted 19-replica
-gangs bound to one domain that their domain could not hold (4% below the bound on seed 2): the
-round fell back to a greedy plan on 3 of 15 rounds, with the tight MIP on 1 (one-off,
-benchmarks/scale.py's rounds)."""
+gangs bound to one domain that their domain could not hold (4% below the bound on seed 2 at 2x
+load, one-off): the round fell back to a greedy plan on 3 of 15 rounds, with the tight MIP on 1
+(benchmarks/results/scale.md: 14 of 15 not fallback)."""
 
 FINISH_SHARE = 0.97
 """The plan is placed and checked by this share of the limit (the rest evaluates and stamps it: the

@@ -200,10 +200,10 @@ class KueueEngine(GreedyEngine):
         return preemption.Preemptor(job, uses, self._within_nominal(job, uses), frozenset(r.node for r in replicas),
                                     final)
 
-    def _borrowing_now(self, tenant: int) -> BArray:
-        """Flavors the tenant uses above its nominal quota now (True per flavor)."""
-        p = self.p
-        out: BArray = self.ledger.quota_used[tenant] > p.nominal[tenant] + EPS * np.maximum(1.0, p.nominal[tenant])
+    def _borrowing_now(self) -> BArray:
+        """(tenants x flavors): where each tenant uses above its nominal quota now."""
+        nominal = self.p.nominal
+        out: BArray = self.ledger.quota_used > nominal + EPS * np.maximum(1.0, nominal)
         return out
 
     # ------------------------------------------------------------------ running jobs
@@ -254,8 +254,7 @@ class KueueEngine(GreedyEngine):
         cohort = int(p.tenant_root[job.tenant])
         other = np.zeros_like(same)
         if cohort >= 0 and policy.reclaim_within_cohort != "never" and len(p.flavors):
-            nominal = p.nominal
-            borrowing = self.ledger.quota_used > nominal + EPS * np.maximum(1.0, nominal)  # (tenants, flavors)
+            borrowing = self._borrowing_now()
             need = self._need(job) > 0
             takes = ((rt.held > 0) & borrowing[rt.tenant] & need).any(axis=1)
             bwc = policy.borrow_within_cohort
@@ -642,9 +641,7 @@ class KueueEngine(GreedyEngine):
         protected = same & (policy.within_tenant != "never")
         root = int(p.tenant_root[job.tenant])
         if policy.reclaim_within_cohort == "lower_priority" and root >= 0:
-            borrowing = np.zeros(len(p.tenant_names), dtype=bool)
-            members = np.flatnonzero(p.tenant_root == root)
-            borrowing[members] = [bool(self._borrowing_now(int(t)).any()) for t in members]
+            borrowing = np.any(self._borrowing_now(), axis=1)
             protected |= ~same & (p.tenant_root[rt.tenant] == root) & borrowing[rt.tenant]
         holding = self.alive & rt.preemptible & (rt.priority >= job.priority) & protected
         if holding.any():
@@ -669,7 +666,7 @@ class KueueEngine(GreedyEngine):
         if not allow_borrow and not self._within_nominal(job, self._uses(job, att.replicas)):
             return False
         guard = self.no_borrow[job.tenant]
-        return not (guard.any() and np.any(guard & self._borrowing_now(job.tenant)))
+        return not (guard.any() and np.any(guard & self._borrowing_now()[job.tenant]))
 
     def admit(self, job: JobSpec) -> Attempt:
         """Assign the job's flavors, place it on their nodes, preempting if it does not fit;

@@ -111,7 +111,7 @@ def job_problem(p: Problem, ledger: Ledger, job: JobSpec, placed: Sequence[Place
     if not len(p.flavors):
         return None
     if not quota_broken(p, ledger.quota_used, job.tenant).any():
-        return None  # the tenant's rules alone, as `problems` judges them (tested equal): a third of its time
+        return None  # the tenant's rules alone, as `problems` judges them (tested equal): 13 us against 32 (one-off)
     touched = np.zeros_like(ledger.quota_used, dtype=bool)
     touched[job.tenant] = True
     broken = problems(p, ledger.quota_used, touched)

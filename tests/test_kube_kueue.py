@@ -163,6 +163,19 @@ def test_kueue_object_errors_name_the_object_and_the_field() -> None:
     assert ("Pod/default/w.metadata.labels.kueue.x-k8s.io/priority-class", "unknown_reference") in paths
 
 
+@pytest.mark.parametrize("preemption", [{"withinClusterQueue": []}, {"reclaimWithinCohort": {"a": 1}},
+                                        {"borrowWithinCohort": {"policy": ["Never"]}}])
+def test_a_list_or_mapping_where_a_kueue_enum_belongs_is_refused(preemption: dict[str, Any]) -> None:
+    """Found by tests/test_kube_fuzz.py: `withinClusterQueue: []` raised a TypeError (a list is
+    not hashable) instead of an InputError naming the field."""
+    m = manifests("kueue-provisioning-setup.yaml")
+    bad_cq = {"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {"preemption": preemption}}
+    with pytest.raises(InputError) as err:
+        snapshot(nodes(1), [], cluster_queues=[*m["ClusterQueue"], bad_cq], local_queues=m["LocalQueue"],
+                 resource_flavors=m["ResourceFlavor"], config=CONFIG, now=NOW)
+    assert any(i.path.startswith("ClusterQueue/cq.spec.preemption.") and i.rule == "enum" for i in err.value.problems)
+
+
 def test_a_quota_naming_an_unknown_flavor_is_refused_with_the_cluster_queue() -> None:
     m = manifests("kueue-borrowing-limit.yaml")  # its flavor default-flavor is not given
     with pytest.raises(InputError) as err:

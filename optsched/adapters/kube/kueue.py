@@ -146,6 +146,12 @@ def _local_queue(obj: dict[str, Any], ref: str, name: str, tenant: str, config: 
     return doc
 
 
+def _known(value: Any, table: dict[str, str]) -> bool:
+    """Whether `value` is one of an enum's spellings (a key of `table`); a list or mapping where
+    a string belongs is not (and is not hashed: it would raise instead of being refused)."""
+    return isinstance(value, str) and value in table
+
+
 def _preemption(obj: dict[str, Any], ref: str, problems: Problems) -> dict[str, Any]:
     spec = get(obj, "spec.preemption", dict, ref, problems, {})
     out: dict[str, Any] = {}
@@ -154,14 +160,14 @@ def _preemption(obj: dict[str, Any], ref: str, problems: Problems) -> dict[str, 
         value = spec.get(key)
         if value is None:
             continue
-        if value not in values:
+        if not _known(value, values):
             problems.add(ref, f"spec.preemption.{key}", "enum", f"{value!r} is not one of {list(values)}")
             continue
         out[doc_key] = values[value]
     borrow = spec.get("borrowWithinCohort")
     if isinstance(borrow, dict):
         policy = borrow.get("policy", "Never")
-        if policy not in BORROW:
+        if not _known(policy, BORROW):
             problems.add(ref, "spec.preemption.borrowWithinCohort.policy", "enum",
                          f"{policy!r} is not one of {list(BORROW)}")
         else:
@@ -182,7 +188,7 @@ def _fungibility(obj: dict[str, Any], ref: str, problems: Problems) -> dict[str,
         value = spec.get(key)
         if value is None:
             continue
-        if value not in FUNGIBILITY:
+        if not _known(value, FUNGIBILITY):
             problems.add(ref, f"spec.flavorFungibility.{key}", "enum", f"{value!r} is not one of {list(FUNGIBILITY)}")
             continue
         out[doc_key] = FUNGIBILITY[value]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from optsched import InputError
+from optsched.check import check_problem
 from optsched.concerns.tenancy import quota
 from optsched.model import Cluster, Queue
 from optsched.problem import compile_problem
@@ -78,6 +79,44 @@ def test_one_tenants_quota_rules_agree_with_the_problems_it_is_touched_in(
         touched = np.zeros_like(used, dtype=bool)
         touched[t] = True
         assert bool(quota_broken(p, used, t).any()) == bool(quota.problems(p, used, touched))
+
+
+def test_a_preemptor_above_nominal_that_its_root_quota_holds_may_evict_in_the_models() -> None:
+    """Found by tests/test_milp.py's contended rounds: t1 (nominal 2 GPUs, in cohort org-b under
+    org, whose own quota adds 4) runs a 4-GPU job; a higher-priority 4-GPU job of t1 preempts it.
+    Rule 5 lets it (4 above nominal, but 4 on top of the round's starting 4 is within the tree's 8),
+    so Kueue's plan is valid; the models' P2b used to cap the preemptor at its nominal 2 whenever
+    its largest usage (6) would break the rule, so they could not represent Kueue's plan (hint
+    completion INFEASIBLE, "a model bug"). The cap is now the largest usage the rule allows."""
+    from optsched.solvers.cpsat import solve_cpsat
+    from optsched.solvers.kueue import solve_kueue
+    from optsched.solvers.milp import solve_milp
+
+    job = {"tenant": "t1", "submitted_at": 0, "topology": {"level": "zone", "mode": "required"}, "preemptible": True,
+           "groups": [{"name": "g0", "replicas": {"min": 1, "max": 3}, "request": {"gpu": 2}}]}
+    cluster = Cluster.model_validate({
+        "topology": {"levels": ["zone"], "domains": [{"id": "z0", "level": "zone"}]},
+        "device_models": {"GPU-A": {"memory_gib": 80}},
+        "nodes": [{"id": "n1", "domain": "z0", "capacity": {"cpu": 64 * CPU, "memory": 1 << 20},
+                   "devices": {"model": "GPU-A", "count": 4}, "interconnect": [[0, 1, 2, 3]]}],
+        "tenants": [{"name": "t0", "cohort": "org-a", "quotas": {"GPU-A": {"nominal": 0}}},
+                    {"name": "t1", "cohort": "org-b", "quotas": {"GPU-A": {"nominal": 2}},
+                     "preemption": {"within_tenant": "lower_priority", "reclaim_within_cohort": "never"}}],
+        "cohorts": [{"name": "org", "quotas": {"GPU-A": {"nominal": 4}}},
+                    {"name": "org-a", "parent": "org", "quotas": {"GPU-A": {"nominal": 2}}},
+                    {"name": "org-b", "parent": "org"}],
+        "running": [{"job": {"id": "old", "priority": 0, **job}, "started_at": 0, "placements": [
+            {"group": "g0", "replica": 0, "node": "n1", "devices": [0, 1]},
+            {"group": "g0", "replica": 1, "node": "n1", "devices": [2, 3]}]}]})
+    queue = Queue.model_validate({"now": 2000, "jobs": [{"id": "new", "priority": 1, **job}]})
+    p = compile_problem(cluster, queue)
+    kueue = solve_kueue(p)
+    assert [(e.job, e.reason, e.by) for e in kueue.evictions] == [("old", "preempted", "new")]
+    assert sum(pl.job == "new" for pl in kueue.placements) == 2
+    for plan in (solve_milp(p, time_limit=5.0, verify=True), solve_cpsat(p, time_limit=5.0)):
+        assert check_problem(p, plan) == []
+        assert "bug" not in str(plan.solver.reason or ""), plan.solver
+        assert sum(pl.job == "new" for pl in plan.placements) == 2
 
 
 def test_a_child_cohort_borrows_within_its_limit() -> None:

@@ -484,10 +484,11 @@ ALL_PREEMPTORS: Derived[Preemptors] = Derived("preemption.all_preemptors", _all_
 
 def may_evict_literal(r: RoundModel, job: JobSpec, cache: dict[int, Any]) -> Any:
     """A literal that may be true only when `job` is admitted and rule 5 lets it evict (P2b): in
-    every flavor where its largest usage (`_JobTable.max_use`) on top of the round's starting usage
-    breaks its tenant's quota and exceeds nominal, its usage stays within nominal. The admission
-    literal itself where no admission of the job can break the rule (quota breaking is monotone in
-    usage, so the largest usage is the test)."""
+    every flavor where its largest usage (`_JobTable.max_use`) breaks the rule, its usage stays at
+    most the largest with which the rule still lets it evict (`_rule5_limit`: within nominal, or
+    not breaking its tenant's quota on top of the round's starting usage). The admission literal
+    itself where no admission of the job can break the rule (the rule is monotone in usage, so the
+    largest usage is the test)."""
     p, m = r.p, r.model
     tb = _job_table(p)
     risky = _over_nominal_flavors(p, job, tb.max_use[job.index])
@@ -498,12 +499,33 @@ def may_evict_literal(r: RoundModel, job: JobSpec, cache: dict[int, Any]) -> Any
         lit = cache[job.index] = m.new_bool_var(f"may_evict[{job.index}]")
         m.add(lit <= r.a[job.index])
         keys = r.job_keys(job.index)
-        nominal = p.nominal[job.tenant]
         for f in np.flatnonzero(risky).tolist():
             coefs = [round(flavor_use(p, job.groups[k[1]], k[2])[f] * 1000) for k in keys]
             usage = r.wsum((r.y[k] for k, c in zip(keys, coefs, strict=True) if c), (c for c in coefs if c))
-            m.add(usage <= math.floor(nominal[f] * 1000 + 1e-6)).only_enforce_if(lit)
+            m.add(usage <= _rule5_limit(p, job, f, float(tb.max_use[job.index, f]))).only_enforce_if(lit)
     return lit
+
+
+def _rule5_limit(p: Problem, job: JobSpec, f: int, most: float) -> int:
+    """The largest usage of flavor `f`, in thousandths and at most `most`, with which rule 5 still
+    lets `job` evict (`_over_nominal_flavors`: false at no usage, and once true it stays true as
+    usage grows, per flavor): at least its nominal quota, more where its tenant's quota holds the
+    extra on top of the round's starting usage (a hierarchical cohort's root quota, say)."""
+    def legal(thousandths: int) -> bool:
+        uses = np.zeros(len(p.flavors))
+        uses[f] = thousandths / 1000
+        return not _over_nominal_flavors(p, job, uses)[f]
+
+    lo, hi = 0, math.ceil(most * 1000)
+    if legal(hi):
+        return hi
+    while hi - lo > 1:  # legal(lo), not legal(hi)
+        mid = (lo + hi) // 2
+        if legal(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _over_nominal_flavors(p: Problem, job: JobSpec, uses: FArray) -> BArray:

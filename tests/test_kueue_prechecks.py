@@ -2,8 +2,10 @@
 
 A preemption trial (`KueueEngine._fits_without`) is skipped when a necessary condition already
 rules it out: node capacity counted node by node (`_cannot_fit`) or the quota rules the placed
-job would be refused by (`_quota_rules_out`). Each must refuse only trials the full placement
-would refuse, so the plan with the prechecks switched off is the same plan.
+job would be refused by (`_quota_rules_out`); the search for the shortest prefix of candidates
+starts past the prefixes the quota rules refuse (`_first_quota_prefix`). Each must refuse only
+trials the full placement would refuse, so the plan with the prechecks switched off is the same
+plan.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from tests.strategies import contended_rounds
 
 def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
     with monkeypatch.context() as m:
-        m.setattr(kueue.KueueEngine, "_quota_rules_out", lambda self, job, allow_borrow: False)
+        m.setattr(kueue.KueueEngine, "_quota_rules_out", lambda self, job, victims, allow_borrow: False)
         m.setattr(kueue.KueueEngine, "_cannot_fit", lambda self, job: False)
+        m.setattr(kueue.KueueEngine, "_first_quota_prefix", lambda self, job, cands, allow_borrow: 1)
         return kueue.solve_kueue(p)
 
 
@@ -59,8 +62,8 @@ def test_quota_precheck_refuses_trials_and_leaves_the_plan_unchanged(monkeypatch
     refused: list[str] = []
     original = kueue.KueueEngine._quota_rules_out
 
-    def counting(self: kueue.KueueEngine, job: JobSpec, allow_borrow: bool) -> bool:
-        out = original(self, job, allow_borrow)
+    def counting(self: kueue.KueueEngine, job: JobSpec, victims: list[JobSpec], allow_borrow: bool) -> bool:
+        out = original(self, job, victims, allow_borrow)
         if out:
             refused.append(job.id)
         return out

@@ -69,7 +69,7 @@ from optsched import clock
 from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
+from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
@@ -86,8 +86,8 @@ what fits, never reject a placement the engine would find."""
 
 QUOTA_PRECHECK_MARGIN = 1e-9
 """Relative margin by which the quota precheck (`KueueEngine._quota_rules_out`) must see a limit
-exceeded: its sum of the least usage and the ledger's may round differently from the ledger's own
-replica by replica sums, and it may only reject what the full check rejects."""
+exceeded: its sums (the least usage, the released jobs' quota) may round differently from the
+ledger's own replica by replica sums, and it may only reject what the full check rejects."""
 
 NODE_FAILURES = frozenset({"capacity", "topology", "bandwidth", "spread"})
 """Placement failures of an assigned flavor's nodes, after which the next flavor is tried."""
@@ -285,6 +285,9 @@ class KueueEngine(GreedyEngine):
             return known
         if known is None:
             clock.charge(clock.TRIAL_S)  # the work clock's measure of a trial (deterministic mode)
+        if known is None and self._quota_rules_out(job, victims, allow_borrow):  # before any ledger move
+            self._trials[key] = None
+            return None
         self._trial_release(victims)
         if known is not None:  # keep a success found by a trial
             for r in known.replicas:
@@ -293,7 +296,7 @@ class KueueEngine(GreedyEngine):
             self._out = set()
             self._trials.clear()
             return Attempt(list(known.replicas))
-        if self._quota_rules_out(job, allow_borrow) or self._cannot_fit(job):
+        if self._cannot_fit(job):
             self._trials[key] = None
             return None
         att = self.place_job(job)
@@ -307,25 +310,59 @@ class KueueEngine(GreedyEngine):
         self._trials[key] = Attempt(list(att.replicas)) if ok else None
         return att if ok else None
 
-    def _quota_rules_out(self, job: JobSpec, allow_borrow: bool) -> bool:
-        """Whether `_quota_ok` must refuse every placement of the job on the ledger now: its tenant's
-        usage with the job's least usage (`FlavorAssigner.least_uses`) already borrows a flavor it may not borrow
-        (reclaimed within nominal), or, without borrowing, exceeds nominal in a flavor the job uses.
-        Usage only grows with a placement, so a trial it rejects would have been refused after
-        placing the job (checked before it, it spares the placement)."""
-        p = self.p
-        guard = self.no_borrow[job.tenant]
-        if allow_borrow and not guard.any():
+    def _quota_rules_out(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool) -> bool:
+        """Whether `_quota_ok` must refuse every placement of the job with `victims` out of the
+        ledger: its tenant's usage then (computed from the running jobs' quota, not applied: a
+        refused trial moves nothing in the ledger) with the job's least usage
+        (`FlavorAssigner.least_uses`) already borrows a flavor it may not borrow (reclaimed within
+        nominal), or, without borrowing, exceeds nominal in a flavor the job uses. Usage only
+        grows with a placement, so a trial it rejects would have been refused after placing the
+        job (checked before it, it spares the release and the placement)."""
+        if not self._quota_guarded(job, allow_borrow):
             return False
-        if not len(p.flavors):
-            return False
+        used = self._settled_quota(job.tenant) - self._quota_of(job.tenant, [v.index for v in victims])
+        return bool(self._quota_refuses(job, used[None, :], allow_borrow)[0])
+
+    def _first_quota_prefix(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> int:
+        """The length of the shortest prefix of `cands` whose eviction `_quota_rules_out` does not
+        refuse (len(cands) + 1 if none): usage falls as the prefix grows, so every shorter prefix
+        is refused. All prefixes at once, from the cumulative quota of the candidates."""
+        if not cands or not self._quota_guarded(job, allow_borrow):
+            return 1
+        pack = self.p.derived(RUNNING_PACK)
+        index = np.array([v.index for v in cands], dtype=np.int64)
+        mine = (pack.tenant[index] == job.tenant)[:, None] * pack.quota[index]
+        used = self._settled_quota(job.tenant) - np.cumsum(mine, axis=0)
+        refused = self._quota_refuses(job, used, allow_borrow)
+        return 1 + int(np.argmin(refused)) if not refused.all() else len(cands) + 1
+
+    def _quota_guarded(self, job: JobSpec, allow_borrow: bool) -> bool:
+        """Whether the quota precheck can refuse anything for the job: without borrowing, or in a
+        flavor its tenant may no longer borrow."""
+        return bool(len(self.p.flavors)) and (not allow_borrow or bool(self.no_borrow[job.tenant].any()))
+
+    def _quota_refuses(self, job: JobSpec, used: FArray, allow_borrow: bool) -> BArray:
+        """Per row of `used` (its tenant's usage per flavor, rows x flavors): whether the job's least
+        usage on top of it breaks a rule `_quota_ok` enforces (see `_quota_rules_out`)."""
         least = self.flavors.least_uses(job)
-        nominal = p.nominal[job.tenant]
-        over = self.ledger.quota_used[job.tenant] + least > \
-            nominal + (EPS + QUOTA_PRECHECK_MARGIN) * np.maximum(1.0, nominal)
-        if np.any(guard & over):
-            return True
-        return not allow_borrow and bool(np.any((least > 0) & over))
+        nominal = self.p.nominal[job.tenant]
+        over = used + least > nominal + (EPS + QUOTA_PRECHECK_MARGIN) * np.maximum(1.0, nominal)
+        refused: BArray = np.any(self.no_borrow[job.tenant] & over, axis=1)
+        if not allow_borrow:
+            refused |= np.any((least > 0) & over, axis=1)
+        return refused
+
+    def _settled_quota(self, tenant: int) -> FArray:
+        """The tenant's quota usage per flavor with the last trial's victims back (a copy)."""
+        out: FArray = self.ledger.quota_used[tenant] + self._quota_of(tenant, list(self._out))
+        return out
+
+    def _quota_of(self, tenant: int, jobs: list[int]) -> FArray:
+        """Quota per flavor that the running jobs `jobs` (indices) of `tenant` hold (the others' is not counted)."""
+        pack = self.p.derived(RUNNING_PACK)
+        index = np.array(jobs, dtype=np.int64)
+        out: FArray = pack.quota[index[pack.tenant[index] == tenant]].sum(axis=0)
+        return out
 
     def _cannot_fit(self, job: JobSpec) -> bool:
         """Whether the job's replicas cannot fit on the nodes it may use even counted node by
@@ -352,11 +389,16 @@ class KueueEngine(GreedyEngine):
 
     def _shortest_targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
         """`_targets`, with the last trial's victims left out of the ledger."""
-        if not cands or self._fits_without(job, cands, allow_borrow, keep=False) is None:
+        start = self._first_quota_prefix(job, cands, allow_borrow)  # shorter prefixes cannot fit
+        if start > len(cands):
             return []
-        lo, hi = 1, 1  # galloping: most jobs need one or two victims
-        while hi < len(cands) and self._fits_without(job, cands[:hi], allow_borrow, keep=False) is None:
-            lo, hi = hi + 1, min(2 * hi, len(cands))
+        lo = hi = start  # galloping from there: most jobs need one or two victims more
+        if self._fits_without(job, cands[:start], allow_borrow, keep=False) is None:
+            if self._fits_without(job, cands, allow_borrow, keep=False) is None:
+                return []
+            lo, hi = start + 1, min(start + 1, len(cands))
+            while hi < len(cands) and self._fits_without(job, cands[:hi], allow_borrow, keep=False) is None:
+                lo, hi = hi + 1, min(start - 1 + 2 * (hi - start + 1), len(cands))
         while lo < hi:  # fits with cands[:hi]; find the shortest such prefix (fit grows with it)
             mid = (lo + hi) // 2
             if self._fits_without(job, cands[:mid], allow_borrow, keep=False) is not None:

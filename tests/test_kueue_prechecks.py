@@ -1,11 +1,10 @@
 """The `kueue` baseline's trial prechecks change its speed, never its plans.
 
-A preemption trial (`KueueEngine._fits_without`) is skipped when a necessary condition already
-rules it out: node capacity counted node by node (`_cannot_fit`) or the quota rules the placed
-job would be refused by (`_quota_rules_out`); the search for the shortest prefix of candidates
-starts past the prefixes the quota rules refuse (`_first_quota_prefix`). Each must refuse only
-trials the full placement would refuse, so the plan with the prechecks switched off is the same
-plan.
+A preemption trial (`KueueEngine._fits_without`) is skipped when the quota rules the placed job
+would be refused by already rule it out (`_quota_rules_out`), and the search for the shortest
+prefix of candidates starts past the prefixes they refuse (`_first_quota_prefix`). Each must
+refuse only trials the full placement would refuse, so the plan with the prechecks switched off
+is the same plan.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from tests.strategies import contended_rounds
 def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
     with monkeypatch.context() as m:
         m.setattr(kueue.KueueEngine, "_quota_rules_out", lambda self, job, victims, allow_borrow: False)
-        m.setattr(kueue.KueueEngine, "_cannot_fit", lambda self, job: False)
         m.setattr(kueue.KueueEngine, "_first_quota_prefix", lambda self, job, cands, allow_borrow: 1)
         return kueue.solve_kueue(p)
 

@@ -66,7 +66,7 @@ from dataclasses import replace
 import numpy as np
 
 from optsched import clock
-from optsched.concerns import eligibility, gang
+from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
 from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, crossed_domains, flavor_use
@@ -79,10 +79,6 @@ from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, to_plan
 
 PLACEMENT = "best-fit"
 """The node score the admitted jobs are placed with (kube-scheduler MostAllocated)."""
-
-PRECHECK_SLACK = 1e-6
-"""Resource slack of the capacity precheck (`KueueEngine._cannot_fit`): it may only overestimate
-what fits, never reject a placement the engine would find."""
 
 QUOTA_PRECHECK_MARGIN = 1e-9
 """Relative margin by which the quota precheck (`KueueEngine._quota_rules_out`) must see a limit
@@ -276,8 +272,10 @@ class KueueEngine(GreedyEngine):
 
         A trial is undone, so between two changes of the round's state the same trial has the
         same outcome: outcomes are remembered (`_trials`, emptied when a job is kept) and a kept
-        success re-applies the replicas its trial found. A trial the victims' capacity cannot
-        pass (`_cannot_fit`), or whose quota rules must refuse it (`_quota_rules_out`), is not run."""
+        success re-applies the replicas its trial found. A trial whose quota rules must refuse
+        the job (`_quota_rules_out`) is not run. (A capacity precheck, node-by-node counts of
+        what the victims free, was removed on 2026-12-06: it cost more than the failed placements
+        it spared, 7-13% of the run on mixed-cloud-10k / 1,000 jobs.)"""
         key = (job.index, tuple(v.index for v in victims), allow_borrow)
         tried = key in self._trials
         known = self._trials.get(key)
@@ -296,9 +294,6 @@ class KueueEngine(GreedyEngine):
             self._out = set()
             self._trials.clear()
             return Attempt(list(known.replicas))
-        if self._cannot_fit(job):
-            self._trials[key] = None
-            return None
         att = self.place_job(job)
         ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
         if ok and keep:
@@ -363,22 +358,6 @@ class KueueEngine(GreedyEngine):
         index = np.array(jobs, dtype=np.int64)
         out: FArray = pack.quota[index[pack.tenant[index] == tenant]].sum(axis=0)
         return out
-
-    def _cannot_fit(self, job: JobSpec) -> bool:
-        """Whether the job's replicas cannot fit on the nodes it may use even counted node by
-        node from free capacity alone (a necessary condition of a placement, so a trial it
-        rejects would have failed): a gang (or ratio) job needs each group's count, another
-        job at least one replica."""
-        counts = gang.target_counts(job)
-        if counts is None:
-            return False
-        fits = []
-        for group in job.groups:
-            nodes = self._cursor(job, group).nodes
-            fits.append(int(self.ledger.replicas_fit(group, nodes, slack=PRECHECK_SLACK).sum()) if len(nodes) else 0)
-        if job.gang or job.ratios:
-            return any(f < c for f, c in zip(fits, counts, strict=True))
-        return not any(f > 0 and c > 0 for f, c in zip(fits, counts, strict=True))
 
     def _targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
         """The shortest prefix of `cands` after whose eviction the job fits, minimised in reverse."""

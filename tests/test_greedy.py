@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from optsched.check import check_problem
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Queue
 from optsched.problem import compile_problem
-from optsched.solvers.greedy import STRATEGIES, solve_greedy
+from optsched.solvers.greedy import STRATEGIES, ChangeLog, solve_greedy
 from tests.strategies import busy_rounds, rounds
 
 NAMES = sorted(STRATEGIES)
@@ -183,3 +185,27 @@ def test_a_non_gang_job_keeps_the_groups_that_fit_when_its_first_group_fits_nowh
         plan = solve_greedy(p, name)
         assert check_problem(p, plan) == []
         assert [(x.job, x.group) for x in plan.placements] == [("a", "easy"), ("b", "w")], name
+
+
+@settings(max_examples=200, deadline=None)
+@given(changes=st.lists(st.one_of(st.integers(0, 19), st.lists(st.integers(0, 19), max_size=6)), max_size=40),
+       asks=st.lists(st.integers(0, 40), max_size=8), data=st.data())
+def test_change_log_names_every_node_changed_since(changes: list[Any], asks: list[int], data: st.DataObject) -> None:
+    """`ChangeLog.changed_since` names exactly the nodes changed after the first `seen` entries,
+    single or bulk, asked at any point and any number of times (the stamps catch up in bulk)."""
+    log = ChangeLog(20)
+    history: list[list[int]] = []  # the nodes of each entry
+    for change in changes:
+        if isinstance(change, int):
+            log.append(change)
+            history.append([change])
+        else:
+            log.extend(np.array(change, dtype=np.int64))
+            if change:
+                history.append(change)
+        assert len(log) == len(history)
+        for seen in asks:
+            seen = min(seen, len(history))
+            nodes = np.array(sorted(data.draw(st.sets(st.integers(0, 19)))), dtype=np.int64)
+            expected = sorted({n for entry in history[seen:] for n in entry})
+            assert nodes[log.changed_since(seen, nodes)].tolist() == [n for n in nodes.tolist() if n in expected]

@@ -72,7 +72,7 @@ class DomainEngine(GreedyEngine):
         self.sol = sol
         self.victims = [p.running[v] for v in (*sol.preempted, *sol.reclaimed)]
         if self.victims:
-            self.changed.extend(self.ledger.add_running_many(self.victims, -1.0).tolist())
+            self.changed.extend(self.ledger.add_running_many(self.victims, -1.0))
         node_cls = np.where(cells.node_cell >= 0, cells.cls[np.maximum(cells.node_cell, 0)], -1) if cells.n \
             else np.full(p.n_nodes, -1, dtype=np.int64)
         self.node_bin = (cells.node_cell, np.where(node_cls >= 0, cells.n + node_cls, -1))
@@ -484,7 +484,7 @@ def _put_back(engine: DomainEngine, victim: JobSpec, placed: dict[str, list[Plac
     jobs taken off (deferred, until `assign` tries them elsewhere)."""
     taken: list[str] = []
     p, ledger = engine.p, engine.ledger
-    engine.changed.extend(ledger.add_running_many([victim]).tolist())  # the cursors re-score its nodes
+    engine.changed.extend(ledger.add_running_many([victim]))  # the cursors re-score its nodes
     nodes = sorted({pl.node for pl in victim.placements})
     devices = sorted({d for pl in victim.placements for d in pl.devices})
     on = set(nodes)

@@ -88,6 +88,62 @@ SCALAR_RESCORE = 8
 (`SCALAR_SCORERS`) rather than in one vectorised call (numpy's per-call cost dominates below it)."""
 
 
+LOG_READ_SHARE = 8
+"""A cursor at most (its nodes / this) single changes behind reads their nodes off the log
+(`ChangeLog.entries`); further behind, or past a bulk change, it compares its nodes' stamps
+(`ChangeLog.changed_since`): one pass over its nodes, however long the log has grown."""
+
+
+class ChangeLog:
+    """The nodes whose usage changed during a round, for the cursors to re-score what they have
+    not seen. Each change is an entry: one node (`append`, a replica placed or taken off), or
+    many at once (`extend`, running jobs released or put back, one `BULK` entry). A cursor a few
+    single changes behind reads their nodes off the log (`entries`); one further behind asks for
+    the nodes changed since (`changed_since`): every node keeps the entry count at its last
+    change (`stamp`, brought up to date in bulk when asked), so that is one comparison over the
+    cursor's own nodes, however long the log has grown."""
+
+    BULK = -1
+    """The entry of a bulk change (its nodes are kept aside until stamped)."""
+
+    def __init__(self, n_nodes: int) -> None:
+        self.entries: list[int] = []
+        """One per change: the node, or `BULK`."""
+        self.stamp: IArray = np.zeros(n_nodes, dtype=np.int64)
+        """Per node: the number of entries up to its last change (0: none), for the entries
+        before `_stamped`."""
+        self._stamped = 0
+        self._bulks: list[tuple[int, IArray]] = []
+        """Bulk entries not stamped yet: (entry index, nodes)."""
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def append(self, node: int) -> None:
+        """Log a change of one node's usage."""
+        self.entries.append(node)
+
+    def extend(self, nodes: IArray) -> None:
+        """Log a change of many nodes' usage at once (repeats allowed), as one entry."""
+        if len(nodes):
+            self._bulks.append((len(self.entries), nodes))
+            self.entries.append(self.BULK)
+
+    def changed_since(self, seen: int, nodes: IArray) -> IArray:
+        """Positions in `nodes` of the nodes changed after the first `seen` entries, ascending."""
+        start, stop = self._stamped, len(self.entries)
+        if start < stop:  # stamp the entries since the last call: singles at once, then the bulks
+            chunk = np.array(self.entries[start:stop], dtype=np.int64)
+            single = np.flatnonzero(chunk >= 0)
+            np.maximum.at(self.stamp, chunk[single], single + start + 1)
+            for at, bulk in self._bulks:
+                self.stamp[bulk] = np.maximum(self.stamp[bulk], at + 1)
+            self._bulks.clear()
+            self._stamped = stop
+        out: IArray = np.flatnonzero(self.stamp[nodes] > seen)
+        return out
+
+
 class NodeCursor:
     """The eligible nodes of one replica shape, with their fit and score, kept current lazily.
 
@@ -126,14 +182,19 @@ class NodeCursor:
     def sync(self) -> None:
         """Re-score the nodes whose usage changed since the last call."""
         log = self.engine.changed
-        if self.seen == len(log) or not len(self.nodes):
-            self.seen = len(log)
+        entries = log.entries
+        seen = self.seen
+        if seen == len(entries) or not len(self.nodes):
+            self.seen = len(entries)
             return
-        new = log[self.seen:]
-        self.seen = len(log)
+        self.seen = len(entries)
         e = self.engine
         one = SCALAR_SCORERS.get(e.s.score)
-        if one is not None and len(new) <= SCALAR_RESCORE:  # the usual case: the node just placed on
+        gap = len(entries) - seen
+        new = entries[seen:] if gap <= max(SCALAR_RESCORE, len(self.nodes) // LOG_READ_SHARE) else None
+        if new is not None and ChangeLog.BULK in new:
+            new = None  # a bulk change: its nodes are known by their stamps
+        if new is not None and one is not None and gap <= SCALAR_RESCORE:  # the usual case: the node just placed on
             if self._where is None:
                 self._where = dict(zip(self.nodes.tolist(), range(len(self.nodes)), strict=True))
             for node in set(new):
@@ -142,11 +203,14 @@ class NodeCursor:
                     self.key[i] = one(e.p, e.ledger, self.group, node) if e.ledger.fits_one(self.group, node) \
                         else -np.inf
             return
-        touched = np.fromiter(sorted(set(new)), dtype=np.int64)
-        pos = np.searchsorted(self.nodes, touched)
-        inside = pos < len(self.nodes)
-        pos = pos[inside]
-        pos = pos[self.nodes[pos] == touched[inside]]
+        if new is not None:  # a few single changes: their nodes, off the log
+            touched = np.fromiter(sorted(set(new)), dtype=np.int64)
+            pos = np.searchsorted(self.nodes, touched)
+            inside = pos < len(self.nodes)
+            pos = pos[inside]
+            pos = pos[self.nodes[pos] == touched[inside]]
+        else:
+            pos = log.changed_since(seen, self.nodes)
         if len(pos):
             self._score(pos)
 
@@ -224,8 +288,8 @@ class GreedyEngine:
         self._cursor_of: dict[tuple[bool, int, int, str], NodeCursor] = {}
         """The cursor of each (running, job, group, strategy) asked for (its shape key is not
         recomputed per replica)."""
-        self.changed: list[int] = []
-        """Log of the nodes whose usage changed, in order (cursors re-score what they have not seen)."""
+        self.changed = ChangeLog(problem.n_nodes)
+        """The nodes whose usage changed, in order (cursors re-score what they have not seen)."""
         self._totals: FArray | None = None
         """Cluster totals per resource and GPUs (real nodes), the DRF denominators."""
 

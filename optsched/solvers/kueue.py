@@ -205,7 +205,7 @@ class KueueEngine(GreedyEngine):
     # ------------------------------------------------------------------ running jobs
     def _release(self, victims: list[JobSpec], sign: float = -1.0) -> None:
         """Take running jobs out of the ledger (sign=+1 puts them back)."""
-        self.changed.extend(self.ledger.add_running_many(victims, sign).tolist())
+        self.changed.extend(self.ledger.add_running_many(victims, sign))
 
     def _trial_release(self, victims: list[JobSpec]) -> None:
         """Have exactly `victims` out of the ledger for a trial: from the previous trial's set,
@@ -217,7 +217,7 @@ class KueueEngine(GreedyEngine):
             jobs = np.array(go + back, dtype=np.int64)
             weights = np.array([-1.0] * len(go) + [1.0] * len(back))
             order = np.argsort(jobs)
-            self.changed.extend(self.ledger.add_running_weighted(jobs[order], weights[order]).tolist())
+            self.changed.extend(self.ledger.add_running_weighted(jobs[order], weights[order]))
         self._out = want
 
     def _restore(self) -> None:
@@ -570,7 +570,7 @@ class KueueEngine(GreedyEngine):
             if not serving.serves_problems(p, v, replace(by, final=self._plan_usage()),
                                            serving.plan_reclaiming(p, evs)):
                 continue
-            self.changed.extend(self.ledger.add_running_many([v]).tolist())
+            self.changed.extend(self.ledger.add_running_many([v]))
             reprieved.append(v.index)
         return [(v, reason) for v, reason in chosen if v.index not in reprieved]
 

@@ -269,6 +269,17 @@ def _running_pack(p: Problem) -> RunningPack:
         cross_start=starts[2])
 
 
+def _add_rows(table: FArray, index: IArray, values: FArray) -> None:
+    """`np.add.at(table, index, values)` for a 2-D table and one row index per row of `values`,
+    through the flat 1-D form (numpy's fast path): the same additions in the same order."""
+    if not table.flags.c_contiguous:  # no flat view of it
+        np.add.at(table, index, values)
+        return
+    width = table.shape[1]
+    flat = (index[:, None] * width + np.arange(width)).ravel()
+    np.add.at(table.reshape(-1), flat, values.ravel())
+
+
 def _rows_of(start: IArray, jobs: IArray) -> tuple[IArray, IArray]:
     """The rows of `jobs` (sorted, distinct running indices) in a table whose job k has rows
     [start[k], start[k + 1]), in row order, and each row's position in `jobs`."""
@@ -348,25 +359,28 @@ class Ledger:
             np.maximum.at(self.max_share_free, p.dev_node, share)
 
     def _refresh_devices_of(self, nodes: IArray) -> None:
-        """`_refresh_all_devices` for `nodes` only (sorted, distinct), vectorised."""
+        """`_refresh_all_devices` for `nodes` only (sorted, distinct), vectorised: a node's devices
+        are contiguous, and so are its interconnect groups, so each node's sums and maxima are
+        segment reductions (`reduceat`) over them."""
         p = self.problem
-        counts = p.node_dev_count[nodes]
-        total = int(counts.sum())
-        if not total:
+        nodes = nodes[p.node_dev_count[nodes] > 0]
+        if not len(nodes):
             return
+        counts = p.node_dev_count[nodes]
         ends = np.cumsum(counts)
-        idx = np.repeat(p.node_dev_start[nodes] - (ends - counts), counts) + np.arange(total)
-        position = np.repeat(np.arange(len(nodes)), counts)
+        starts = ends - counts
+        idx = np.repeat(p.node_dev_start[nodes] - starts, counts) + np.arange(int(ends[-1]))
         free = p.dev_healthy[idx] & (self.dev_used[idx] <= EPS)
-        self.free_whole[nodes] = np.bincount(position, weights=free, minlength=len(nodes)).astype(np.int64)
-        groups, inverse = np.unique(p.dev_group[idx], return_inverse=True)
-        per_group = np.bincount(inverse, weights=free, minlength=len(groups)).astype(np.int64)
-        largest = np.zeros(len(nodes), dtype=np.int64)
-        np.maximum.at(largest, np.searchsorted(nodes, p.group_node[groups]), per_group)
-        self.max_group_free[nodes] = largest
-        share = np.zeros(len(nodes))
-        np.maximum.at(share, position, np.where(p.dev_healthy[idx], 1.0 - self.dev_used[idx], 0.0))
-        self.max_share_free[nodes] = share
+        self.free_whole[nodes] = np.add.reduceat(free.astype(np.int64), starts)
+        groups = p.dev_group[idx]
+        first = np.searchsorted(p.group_node, nodes)  # each node's groups: [first, first + n_groups)
+        n_groups = np.searchsorted(p.group_node, nodes, side="right") - first
+        at = np.cumsum(n_groups) - n_groups  # where each node's groups start among the nodes' groups
+        per_group = np.bincount(groups - np.repeat(first - at, counts), weights=free,
+                                minlength=int(n_groups.sum())).astype(np.int64)
+        self.max_group_free[nodes] = np.maximum.reduceat(per_group, at)
+        share = np.maximum.reduceat(np.where(p.dev_healthy[idx], 1.0 - self.dev_used[idx], 0.0), starts)
+        self.max_share_free[nodes] = np.maximum(share, 0.0)  # as `_refresh_all_devices`: never below 0
 
     def _refresh_node(self, n: int) -> None:
         p = self.problem
@@ -477,12 +491,15 @@ class Ledger:
         pack = p.derived(RUNNING_PACK)
         rows, at = _rows_of(pack.place_start, jobs)
         nodes = pack.place_node[rows]
-        np.add.at(self.used, nodes, weights[at, None] * pack.place_req[rows])
-        np.add.at(self.score_pad, nodes, weights[at, None] * pack.place_pad[rows])
+        _add_rows(self.used, nodes, weights[at, None] * pack.place_req[rows])
+        _add_rows(self.score_pad, nodes, weights[at, None] * pack.place_pad[rows])
         devs, dev_at = _rows_of(pack.dev_start, jobs)
         if len(devs):
-            np.add.at(self.dev_used, pack.dev_index[devs], weights[dev_at] * pack.dev_share[devs])
-            touched = np.unique(p.dev_node[pack.dev_index[devs]])
+            index = pack.dev_index[devs]
+            np.add.at(self.dev_used, index, weights[dev_at] * pack.dev_share[devs])
+            mark = np.zeros(p.n_nodes, dtype=bool)
+            mark[p.dev_node[index]] = True
+            touched = np.flatnonzero(mark)
             if len(touched) > 16:  # one vectorised pass beats many per-node refreshes
                 self._refresh_devices_of(touched)
             else:

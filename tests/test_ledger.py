@@ -14,7 +14,7 @@ from tests.strategies import busy_rounds, contended_rounds
 
 
 def _same(a: Ledger, b: Ledger) -> None:
-    for name in ("used", "dev_used", "quota_used", "uplink_load", "max_share_free"):
+    for name in ("used", "score_pad", "dev_used", "quota_used", "uplink_load", "max_share_free"):
         assert np.allclose(getattr(a, name), getattr(b, name), atol=1e-9), name
     for name in ("free_whole", "max_group_free"):
         assert getattr(a, name).tolist() == getattr(b, name).tolist(), name

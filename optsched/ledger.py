@@ -169,6 +169,8 @@ def quota_broken(p: Problem, used: FArray, tenant: int) -> BArray:
     if cohort < 0:
         solo: BArray = used[tenant] > p.nominal[tenant] + tol
         return solo
+    if not p.hierarchical and used.shape[1] <= SMALL_QUOTA:
+        return _flat_cohort_broken(p, used, tenant, cohort)
     borrowed = np.maximum(0.0, used - p.nominal)
     if p.hierarchical:  # every cohort on the tenant's path to its root
         _, sq, u, _ = cohort_tree(p, used)
@@ -185,6 +187,44 @@ def quota_broken(p: Problem, used: FArray, tenant: int) -> BArray:
     out = ((borrowed[tenant] > p.borrow_limit[tenant] + tol)
            | (borrowed[members].sum(axis=0) > lent + EPS * np.maximum(1.0, lent)))
     return out
+
+
+SMALL_QUOTA = 16
+"""Flavors up to which `quota_broken` judges a flat cohort in plain Python (`_flat_cohort_broken`):
+on a few flavors and tenants numpy's per-call cost was most of it (the `kueue` baseline's flavor
+assignment asks 10,000 times a round)."""
+
+
+def _flat_cohort_broken(p: Problem, used: FArray, tenant: int, cohort: int) -> BArray:
+    """`quota_broken` for a tenant in a flat cohort, in plain Python: the same float operations in
+    the same order as the array form (members summed in tenant order), so the same answer."""
+    nominal, lend, limit = p.derived(QUOTA_ROWS)
+    members = [k for k, c in enumerate(p.tenant_cohort.tolist()) if c == cohort]
+    rows = used.tolist()
+    out = []
+    for f in range(used.shape[1]):
+        borrowed_sum = 0.0
+        lent = 0.0
+        for k in members:
+            over = rows[k][f] - nominal[k][f]
+            borrowed_sum += over if over > 0.0 else 0.0
+            left = nominal[k][f] - rows[k][f]
+            left = left if left > 0.0 else 0.0
+            lent += lend[k][f] if lend[k][f] < left else left
+        mine = rows[tenant][f] - nominal[tenant][f]
+        mine = mine if mine > 0.0 else 0.0
+        tol = EPS * (nominal[tenant][f] if nominal[tenant][f] > 1.0 else 1.0)
+        out.append(mine > limit[tenant][f] + tol or borrowed_sum > lent + EPS * (lent if lent > 1.0 else 1.0))
+    return np.array(out, dtype=bool)
+
+
+def _quota_rows(p: Problem) -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
+    return p.nominal.tolist(), p.lend_limit.tolist(), p.borrow_limit.tolist()
+
+
+QUOTA_ROWS: Derived[tuple[list[list[float]], list[list[float]], list[list[float]]]] = Derived(
+    "ledger.quota_rows", _quota_rows)
+"""(nominal, lending limit, borrowing limit) per tenant and flavor as nested lists (`_flat_cohort_broken`)."""
 
 
 def crossed_domains(p: Problem, nodes: IArray) -> IArray:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -79,6 +79,39 @@ def test_one_tenants_quota_rules_agree_with_the_problems_it_is_touched_in(
         touched = np.zeros_like(used, dtype=bool)
         touched[t] = True
         assert bool(quota_broken(p, used, t).any()) == bool(quota.problems(p, used, touched))
+
+
+@settings(max_examples=200, deadline=None)
+@example(spec=[(2, 1, None, True), (3, None, None, True)], usage=[3 + 1e-10] + [0.0] * 9)  # borrowing limit + 1e-10
+@given(spec=st.lists(st.tuples(st.integers(0, 8), LIMIT, LIMIT, st.booleans()), min_size=1, max_size=5),
+       usage=st.lists(st.one_of(st.floats(0, 20, allow_nan=False),  # and right at a limit, within its tolerance
+                                st.builds(lambda k, d: k + d, st.integers(0, 20), st.sampled_from([1e-10, -1e-10]))),
+                      min_size=10, max_size=10))
+def test_quota_rules_of_a_flat_cohort_in_plain_python_equal_the_array_form(
+        spec: list[tuple[int, int | None, int | None, bool]], usage: list[float]) -> None:
+    """`ledger.quota_broken` judges a flat cohort on a few flavors in plain Python (numpy's
+    per-call cost dominated there): flavor by flavor the same answer as the array form, on
+    fractional usage where rounding could differ (the same operations in the same order)."""
+    from optsched import ledger
+
+    def limits(n: int, b: int | None, lend: int | None) -> dict[str, Any]:
+        return {"nominal": n, **({} if b is None else {"borrowing_limit": b}),
+                **({} if lend is None else {"lending_limit": lend})}
+
+    tenants = [{"name": f"t{i}", "quotas": {"cpu": limits(n, b, lend), "memory": limits(2 * n, lend, b)},
+                **({"cohort": "org"} if member else {})} for i, (n, b, lend, member) in enumerate(spec)]
+    p = compile_problem(_cluster(tenants, []), Queue())
+    assert len(p.flavors) == 2
+    used = np.array(usage[:2 * len(spec)]).reshape(len(spec), 2)
+    for t in range(len(spec)):
+        python = ledger.quota_broken(p, used, t)
+        saved = ledger.SMALL_QUOTA
+        try:
+            ledger.SMALL_QUOTA = -1  # the array form
+            arrays = ledger.quota_broken(p, used, t)
+        finally:
+            ledger.SMALL_QUOTA = saved
+        assert python.tolist() == arrays.tolist()
 
 
 def test_a_preemptor_above_nominal_that_its_root_quota_holds_may_evict_in_the_models() -> None:

@@ -532,18 +532,23 @@ class KueueEngine(GreedyEngine):
     def _still_valid(self, job: JobSpec, cands: list[JobSpec], frs: BArray) -> list[JobSpec]:
         """The candidates Kueue's iterator yields, in order: one of another tenant is skipped once
         its tenant, with the candidates before it gone, no longer borrows any flavor needing
-        preemption (classical/candidate_generator.go `candidateIsValid`)."""
+        preemption (classical/candidate_generator.go `candidateIsValid`). A tenant's usage only
+        falls as its candidates go, so once one of its candidates is skipped so are the rest, and
+        each kept one saw every earlier one of its tenant go: per tenant, its usage before each
+        candidate (subtracted one by one, `subtract.accumulate`), kept while it borrows."""
+        if not cands:
+            return []
         p = self.p
-        used = self.ledger.quota_used.copy()
-        out = []
-        for v in cands:
-            if v.tenant != job.tenant:
-                nominal = p.nominal[v.tenant][frs]
-                if not np.any(used[v.tenant][frs] > nominal + EPS * np.maximum(1.0, nominal)):
-                    continue
-            out.append(v)
-            used[v.tenant] -= running.held_flavors(p, v)
-        return out
+        index = np.array([v.index for v in cands], dtype=np.int64)
+        tenant = running.running_table(p).tenant[index]
+        keep = np.ones(len(cands), dtype=bool)
+        for u in np.unique(tenant[tenant != job.tenant]).tolist():
+            at = np.flatnonzero(tenant == u)
+            steps = np.vstack([self.ledger.quota_used[u], running.running_table(p).held[index[at]]])
+            before = np.subtract.accumulate(steps, axis=0)[:-1][:, frs]  # its usage before each of them goes
+            nominal = p.nominal[u][frs]
+            keep[at] = np.any(before > nominal + EPS * np.maximum(1.0, nominal), axis=1)
+        return [v for v, k in zip(cands, keep.tolist(), strict=True) if k]
 
     def _under_nominal(self, tenant: int, frs: BArray) -> bool:
         """Kueue's `queueUnderNominalInResourcesNeedingPreemption`: the tenant's usage now (before

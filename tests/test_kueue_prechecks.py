@@ -3,8 +3,9 @@
 A preemption trial (`KueueEngine._fits_without`) is skipped when the quota rules the placed job
 would be refused by already rule it out (`_quota_rules_out`), and the search for the shortest
 prefix of candidates starts past the prefixes they refuse (`_first_quota_prefix`). Each must
-refuse only trials the full placement would refuse, so the plan with the prechecks switched off
-is the same plan.
+refuse only trials the full placement would refuse, and the legality check of a step judges
+again only the evictions the step can make illegal (`_rejudged`), so the plan with these
+switched off is the same plan.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
     with monkeypatch.context() as m:
         m.setattr(kueue.KueueEngine, "_quota_rules_out", lambda self, job, victims, allow_borrow: False)
         m.setattr(kueue.KueueEngine, "_first_quota_prefix", lambda self, job, cands, allow_borrow: 1)
+        m.setattr(kueue.KueueEngine, "_rejudged", lambda self, evs, new: evs)
         return kueue.solve_kueue(p)
 
 

@@ -594,11 +594,26 @@ class KueueEngine(GreedyEngine):
         """The validator's rule for every eviction so far and this step's, judged as if the round
         ended now (later admissions cannot make them illegal: see `_quota_ok`)."""
         evs = self._evictions_with(job, att, chosen)
-        if preemption.evictions_problems(self.p, evs):
+        if preemption.evictions_problems(self.p, self._rejudged(evs, len(chosen))):
             return False
         reclaiming = serving.plan_reclaiming(self.p, evs)
         return not any(serving.serves_problems(self.p, v, b, reclaiming)
                        for v, reason, b in evs if b is not None and reason != "migrated")
+
+    def _rejudged(self, evs: list[tuple[JobSpec, str, preemption.Preemptor | None]], new: int
+                  ) -> list[tuple[JobSpec, str, preemption.Preemptor | None]]:
+        """The evictions whose verdict (`preemption.evictions_problems`) this step's `new` last ones
+        can change: those, and the earlier reclaims of the tenants they reclaim from. Every earlier
+        eviction passed when it was made, and its verdict depends on its victim, its preemptor's job,
+        request and standing at admission (fixed then), and for a reclaim on the other reclaims of
+        its victim's tenant (`reclaim_order`); with fair sharing, also on the preemptor's own
+        preempted jobs, so there every eviction is judged again. (`serving`'s rule reads the final
+        usage, which every step changes: `_legal` judges it for all.)"""
+        if fairshare.enabled(self.p):
+            return evs
+        head, tail = evs[:len(evs) - new], evs[len(evs) - new:]
+        tenants = {v.tenant for v, reason, by in tail if reason == "reclaimed" and by is not None}
+        return [e for e in head if e[1] == "reclaimed" and e[0].tenant in tenants] + tail
 
     # ------------------------------------------------------------------ the round
     def iter_jobs(self) -> Iterator[JobSpec]:

@@ -198,8 +198,8 @@ assignment asks 10,000 times a round)."""
 def _flat_cohort_broken(p: Problem, used: FArray, tenant: int, cohort: int) -> BArray:
     """`quota_broken` for a tenant in a flat cohort, in plain Python: the same float operations in
     the same order as the array form (members summed in tenant order), so the same answer."""
-    nominal, lend, limit = p.derived(QUOTA_ROWS)
-    members = [k for k, c in enumerate(p.tenant_cohort.tolist()) if c == cohort]
+    nominal, lend, limit, cohorts = p.derived(QUOTA_ROWS)
+    members = [k for k, c in enumerate(cohorts) if c == cohort]
     rows = used.tolist()
     out = []
     for f in range(used.shape[1]):
@@ -218,13 +218,16 @@ def _flat_cohort_broken(p: Problem, used: FArray, tenant: int, cohort: int) -> B
     return np.array(out, dtype=bool)
 
 
-def _quota_rows(p: Problem) -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
-    return p.nominal.tolist(), p.lend_limit.tolist(), p.borrow_limit.tolist()
+QuotaRows = tuple[list[list[float]], list[list[float]], list[list[float]], list[int]]
 
 
-QUOTA_ROWS: Derived[tuple[list[list[float]], list[list[float]], list[list[float]]]] = Derived(
-    "ledger.quota_rows", _quota_rows)
-"""(nominal, lending limit, borrowing limit) per tenant and flavor as nested lists (`_flat_cohort_broken`)."""
+def _quota_rows(p: Problem) -> QuotaRows:
+    return p.nominal.tolist(), p.lend_limit.tolist(), p.borrow_limit.tolist(), p.tenant_cohort.tolist()
+
+
+QUOTA_ROWS: Derived[QuotaRows] = Derived("ledger.quota_rows", _quota_rows)
+"""(nominal, lending limit, borrowing limit) per tenant and flavor as nested lists, and each
+tenant's cohort (`_flat_cohort_broken`)."""
 
 
 def crossed_domains(p: Problem, nodes: IArray) -> IArray:

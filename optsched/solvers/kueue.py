@@ -69,7 +69,7 @@ from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, crossed_domains, flavor_use
+from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
@@ -273,9 +273,8 @@ class KueueEngine(GreedyEngine):
         A trial is undone, so between two changes of the round's state the same trial has the
         same outcome: outcomes are remembered (`_trials`, emptied when a job is kept) and a kept
         success re-applies the replicas its trial found. A trial whose quota rules must refuse
-        the job (`_quota_rules_out`) is not run. (A capacity precheck, node-by-node counts of
-        what the victims free, was removed on 2026-12-06: it cost more than the failed placements
-        it spared, 7-13% of the run on mixed-cloud-10k / 1,000 jobs.)"""
+        the job (`_quota_rules_out`) is not run (a capacity precheck did not pay for itself:
+        docs/baselines.md)."""
         key = (job.index, tuple(v.index for v in victims), allow_borrow)
         tried = key in self._trials
         known = self._trials.get(key)
@@ -324,9 +323,9 @@ class KueueEngine(GreedyEngine):
         is refused. All prefixes at once, from the cumulative quota of the candidates."""
         if not cands or not self._quota_guarded(job, allow_borrow):
             return 1
-        pack = self.p.derived(RUNNING_PACK)
+        rt = running.running_table(self.p)
         index = np.array([v.index for v in cands], dtype=np.int64)
-        mine = (pack.tenant[index] == job.tenant)[:, None] * pack.quota[index]
+        mine = (rt.tenant[index] == job.tenant)[:, None] * rt.held[index]
         used = self._settled_quota(job.tenant) - np.cumsum(mine, axis=0)
         refused = self._quota_refuses(job, used, allow_borrow)
         return 1 + int(np.argmin(refused)) if not refused.all() else len(cands) + 1
@@ -354,9 +353,9 @@ class KueueEngine(GreedyEngine):
 
     def _quota_of(self, tenant: int, jobs: list[int]) -> FArray:
         """Quota per flavor that the running jobs `jobs` (indices) of `tenant` hold (the others' is not counted)."""
-        pack = self.p.derived(RUNNING_PACK)
+        rt = running.running_table(self.p)
         index = np.array(jobs, dtype=np.int64)
-        out: FArray = pack.quota[index[pack.tenant[index] == tenant]].sum(axis=0)
+        out: FArray = rt.held[index[rt.tenant[index] == tenant]].sum(axis=0)
         return out
 
     def _targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
@@ -539,12 +538,13 @@ class KueueEngine(GreedyEngine):
         if not cands:
             return []
         p = self.p
+        rt = running.running_table(p)
         index = np.array([v.index for v in cands], dtype=np.int64)
-        tenant = running.running_table(p).tenant[index]
+        tenant = rt.tenant[index]
         keep = np.ones(len(cands), dtype=bool)
         for u in np.unique(tenant[tenant != job.tenant]).tolist():
             at = np.flatnonzero(tenant == u)
-            steps = np.vstack([self.ledger.quota_used[u], running.running_table(p).held[index[at]]])
+            steps = np.vstack([self.ledger.quota_used[u], rt.held[index[at]]])
             before = np.subtract.accumulate(steps, axis=0)[:-1][:, frs]  # its usage before each of them goes
             nominal = p.nominal[u][frs]
             keep[at] = np.any(before > nominal + EPS * np.maximum(1.0, nominal), axis=1)

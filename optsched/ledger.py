@@ -9,7 +9,7 @@ that filtering all nodes for a replica is a handful of vectorised comparisons.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -196,13 +196,33 @@ assignment asks 10,000 times a round)."""
 
 
 def _flat_cohort_broken(p: Problem, used: FArray, tenant: int, cohort: int) -> BArray:
-    """`quota_broken` for a tenant in a flat cohort, in plain Python: the same float operations in
-    the same order as the array form (members summed in tenant order), so the same answer."""
+    """`quota_broken` for a tenant in a flat cohort, in plain Python (`quota_broken_rows`)."""
+    return np.array(quota_broken_rows(p, used.tolist(), tenant, range(used.shape[1])), dtype=bool)
+
+
+def plain_quota(p: Problem, tenant: int) -> bool:
+    """Whether `quota_broken_rows` judges the tenant: a defined tenant without a cohort, or in a
+    flat cohort, on at most `SMALL_QUOTA` flavors."""
+    return tenant < len(p.cluster.tenants) and not p.hierarchical and len(p.flavors) <= SMALL_QUOTA
+
+
+def quota_broken_rows(p: Problem, rows: list[list[float]], tenant: int, flavors: Iterable[int]) -> list[bool]:
+    """`quota_broken(p, used, tenant)` at `flavors` only, in plain Python, for a tenant that
+    `plain_quota` admits, with the usage as nested lists (`used.tolist()`): the same float
+    operations in the same order as the array form (members summed in tenant order), so the same
+    answer. A caller judging several usages (the `kueue` baseline's flavor assignment tries each
+    flavor in turn) converts its usage once and judges only the flavors a trial touches."""
     nominal, lend, limit, cohorts = p.derived(QUOTA_ROWS)
-    members = [k for k, c in enumerate(cohorts) if c == cohort]
-    rows = used.tolist()
+    cohort = cohorts[tenant]
+    mine_nominal, mine = nominal[tenant], rows[tenant]
     out = []
-    for f in range(used.shape[1]):
+    if cohort < 0:
+        for f in flavors:
+            tol = EPS * (mine_nominal[f] if mine_nominal[f] > 1.0 else 1.0)
+            out.append(mine[f] > mine_nominal[f] + tol)
+        return out
+    members = [k for k, c in enumerate(cohorts) if c == cohort]
+    for f in flavors:
         borrowed_sum = 0.0
         lent = 0.0
         for k in members:
@@ -211,11 +231,11 @@ def _flat_cohort_broken(p: Problem, used: FArray, tenant: int, cohort: int) -> B
             left = nominal[k][f] - rows[k][f]
             left = left if left > 0.0 else 0.0
             lent += lend[k][f] if lend[k][f] < left else left
-        mine = rows[tenant][f] - nominal[tenant][f]
-        mine = mine if mine > 0.0 else 0.0
-        tol = EPS * (nominal[tenant][f] if nominal[tenant][f] > 1.0 else 1.0)
-        out.append(mine > limit[tenant][f] + tol or borrowed_sum > lent + EPS * (lent if lent > 1.0 else 1.0))
-    return np.array(out, dtype=bool)
+        borrowed = mine[f] - mine_nominal[f]
+        borrowed = borrowed if borrowed > 0.0 else 0.0
+        tol = EPS * (mine_nominal[f] if mine_nominal[f] > 1.0 else 1.0)
+        out.append(borrowed > limit[tenant][f] + tol or borrowed_sum > lent + EPS * (lent if lent > 1.0 else 1.0))
+    return out
 
 
 QuotaRows = tuple[list[list[float]], list[list[float]], list[list[float]], list[int]]
@@ -522,16 +542,24 @@ class Ledger:
                                  return_counts=True)
         return self.add_running_weighted(index, sign * times.astype(float))
 
-    def add_running_weighted(self, jobs: IArray, weights: FArray) -> IArray:
+    def add_running_weighted(self, jobs: IArray, weights: FArray, on_nodes: BArray | None = None) -> IArray:
         """Account running jobs `jobs` (sorted, distinct indices into `Problem.running`) `weights`
         times each where they sit (-1 releases one, +1 puts it back: a trial that moves from one
         set of released jobs to another is one call): a few vectorised updates on their rows of
-        the round's `RunningPack`, device summaries refreshed once per touched node. Returns the
-        nodes whose usage it changed (a node once per placement of the jobs on it)."""
+        the round's `RunningPack`, device summaries refreshed once per touched node. With
+        `on_nodes` (a mask over `jobs`), only those jobs' node usage (resources, devices) moves;
+        every job's quota and uplink traffic does (a trial placement that can only use nodes the
+        others do not sit on sees the same ledger, at the cost of its jobs). Returns the nodes
+        whose usage it changed (a node once per placement of the jobs on it)."""
         p = self.problem
         if not len(jobs):
             return np.zeros(0, dtype=np.int64)
         pack = p.derived(RUNNING_PACK)
+        self._add_running_quota(pack, jobs, weights)
+        if on_nodes is not None:
+            jobs, weights = jobs[on_nodes], weights[on_nodes]
+            if not len(jobs):
+                return np.zeros(0, dtype=np.int64)
         rows, at = _rows_of(pack.place_start, jobs)
         nodes = pack.place_node[rows]
         _add_rows(self.used, nodes, weights[at, None] * pack.place_req[rows])
@@ -548,7 +576,11 @@ class Ledger:
             else:
                 for n in touched.tolist():
                     self._refresh_node(n)
-        if len(p.flavors):
+        return nodes
+
+    def _add_running_quota(self, pack: RunningPack, jobs: IArray, weights: FArray) -> None:
+        """`add_running_weighted`'s quota and uplink traffic of `jobs`."""
+        if len(self.problem.flavors):
             np.add.at(self.quota_used, pack.tenant[jobs], weights[:, None] * pack.quota[jobs])
         cross, cross_at = _rows_of(pack.cross_start, jobs)
         if len(cross):
@@ -556,7 +588,6 @@ class Ledger:
             keep = gbps[cross_at] != 0
             if keep.any():
                 np.add.at(self.uplink_load, pack.cross_domain[cross[keep]], (weights * gbps)[cross_at[keep]])
-        return nodes
 
     def add_replicas(self, job: JobSpec, replicas: Sequence[RunningPlacement | PlacedReplica],
                      sign: float = 1.0) -> None:

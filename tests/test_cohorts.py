@@ -90,8 +90,10 @@ def test_one_tenants_quota_rules_agree_with_the_problems_it_is_touched_in(
 def test_quota_rules_of_a_flat_cohort_in_plain_python_equal_the_array_form(
         spec: list[tuple[int, int | None, int | None, bool]], usage: list[float]) -> None:
     """`ledger.quota_broken` judges a flat cohort on a few flavors in plain Python (numpy's
-    per-call cost dominated there): flavor by flavor the same answer as the array form, on
-    fractional usage where rounding could differ (the same operations in the same order)."""
+    per-call cost dominated there), as does `quota_broken_rows` one flavor at a time for any
+    tenant `plain_quota` admits (in a cohort or alone): flavor by flavor the same answer as the
+    array form, on fractional usage where rounding could differ (the same operations in the
+    same order)."""
     from optsched import ledger
 
     def limits(n: int, b: int | None, lend: int | None) -> dict[str, Any]:
@@ -112,6 +114,8 @@ def test_quota_rules_of_a_flat_cohort_in_plain_python_equal_the_array_form(
         finally:
             ledger.SMALL_QUOTA = saved
         assert python.tolist() == arrays.tolist()
+        if ledger.plain_quota(p, t):  # the rows form a caller converts once, judged flavor by flavor
+            assert [ledger.quota_broken_rows(p, used.tolist(), t, [f])[0] for f in range(2)] == arrays.tolist()
 
 
 def test_a_preemptor_above_nominal_that_its_root_quota_holds_may_evict_in_the_models() -> None:

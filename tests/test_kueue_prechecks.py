@@ -3,9 +3,10 @@
 A preemption trial (`KueueEngine._fits_without`) is skipped when the quota rules the placed job
 would be refused by already rule it out (`_quota_rules_out`), and the search for the shortest
 prefix of candidates starts past the prefixes they refuse (`_first_quota_prefix`). Each must
-refuse only trials the full placement would refuse, and the legality check of a step judges
-again only the evictions the step can make illegal (`_rejudged`), so the plan with these
-switched off is the same plan.
+refuse only trials the full placement would refuse, the legality check of a step judges
+again only the evictions the step can make illegal (`_rejudged`), and the priority diagnostic's
+trial moves on the nodes only the victims that sit where the job may go (`_fits_released`), so
+the plan with these switched off is the same plan.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
         m.setattr(kueue.KueueEngine, "_quota_rules_out", lambda self, job, victims, allow_borrow: False)
         m.setattr(kueue.KueueEngine, "_first_quota_prefix", lambda self, job, cands, allow_borrow: 1)
         m.setattr(kueue.KueueEngine, "_rejudged", lambda self, evs, new: evs)
+        m.setattr(kueue.KueueEngine, "_fits_released", _released_everywhere)
         return kueue.solve_kueue(p)
+
+
+def _released_everywhere(self: kueue.KueueEngine, job: JobSpec, victims: list[JobSpec]) -> bool:
+    """`_fits_released` with every victim out of the ledger where it sits (a full trial)."""
+    fits = self._fits_without(job, victims, allow_borrow=True, keep=False)
+    self._restore()
+    return fits is not None
 
 
 def _decisions(plan: Plan) -> dict[str, Any]:

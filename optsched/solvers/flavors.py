@@ -15,7 +15,17 @@ import numpy as np
 
 from optsched.concerns import eligibility, gang
 from optsched.concerns.tenancy import preemption, quota, running
-from optsched.ledger import EPS, Ledger, counted_flavors, flavor_class, flavor_use, quota_broken
+from optsched.ledger import (
+    EPS,
+    QUOTA_ROWS,
+    Ledger,
+    counted_flavors,
+    flavor_class,
+    flavor_use,
+    plain_quota,
+    quota_broken,
+    quota_broken_rows,
+)
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 
 
@@ -53,6 +63,10 @@ class FlavorAssigner:
         self._quantity: dict[tuple[tuple[object, ...], bool], int | None] = {}
         """(replica shape (`eligibility.shape_key`), asks for GPUs) -> `_assigned_quantity` (it
         depends on the nodes the group may use and what it asks for, nothing else)."""
+        self._quantity_of: dict[tuple[int, int], int | None] = {}
+        """(job, group) -> `_assigned_quantity` (its shape key is not computed again)."""
+        self._listed: dict[tuple[int, int], list[int]] = {}
+        """(tenant, what) -> `_listed_flavors`."""
         self._covers: dict[tuple[tuple[object, ...], bool, int | None], list[int]] = {}
         """(replica shape, asks for GPUs, assigned flavor) -> `_covering`."""
         self._least: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
@@ -102,6 +116,7 @@ class FlavorAssigner:
             return FlavorAssignment(quota.min_need(p, job, p.nominal[t] - self.ledger.quota_used[t]), flavors, "")
         fungibility = p.cluster.tenants[t].flavor_fungibility
         used = self.ledger.quota_used
+        rows = used.tolist() if plain_quota(p, t) else None
         for g in job.groups:
             what = self._assigned_quantity(job, g)
             if what is None:
@@ -117,15 +132,16 @@ class FlavorAssigner:
             preempt_in: list[int] = []
             for f in order:
                 trial = self._need_for(job, {**flavors, g.index: f})
-                after = used.copy()
-                after[t] += trial
-                touched = trial > base + EPS
-                if not np.any(quota_broken(p, after, t) & touched):
+                broken, over_nominal = self._quota_verdict(t, rows, trial, base)
+                if not broken:
                     fits.append(f)
-                    if not np.any((after[t] > p.nominal[t] + EPS * np.maximum(1.0, p.nominal[t])) & touched):
+                    if not over_nominal:
                         fits_nominal.append(f)
-                elif not self.no_fit(job, trial, after):
-                    preempt_in.append(f)
+                else:
+                    after = used.copy()
+                    after[t] += trial
+                    if not self.no_fit(job, trial, after):
+                        preempt_in.append(f)
             if fungibility.when_can_borrow == "try_next_flavor" and fits_nominal:
                 fits = fits_nominal + [f for f in fits if f not in fits_nominal]
             if fungibility.when_can_preempt == "may_stop_search" and preempt_in:
@@ -142,6 +158,30 @@ class FlavorAssigner:
                                         f"no flavor group {g.spec.name} may use fits its tenant's quota, and none "
                                         "may preempt for it")
         return FlavorAssignment(self._need_for(job, flavors), flavors, "", later)
+
+    def _quota_verdict(self, t: int, rows: list[list[float]] | None, trial: FArray, base: FArray) -> tuple[bool, bool]:
+        """Whether tenant `t`'s usage now (`rows`: `ledger.quota_used` as nested lists where
+        `ledger.plain_quota` holds, else None) with a trial assignment's need `trial` added breaks
+        a quota rule (`ledger.quota_broken`), and whether it exceeds nominal, in the flavors the
+        trial needs more of than `base` (the groups assigned before it; the second is not judged,
+        and reported True, when the first holds). Plain Python on the flavors touched where it can
+        (the same float operations as the array form)."""
+        p = self.p
+        if rows is None:
+            after = self.ledger.quota_used.copy()
+            after[t] += trial
+            touched = trial > base + EPS
+            broken = bool(np.any(quota_broken(p, after, t) & touched))
+            nominal = p.nominal[t]
+            return broken, bool(np.any((after[t] > nominal + EPS * np.maximum(1.0, nominal)) & touched))
+        trial_row, base_row = trial.tolist(), base.tolist()
+        touched_at = [f for f, (x, b) in enumerate(zip(trial_row, base_row, strict=True)) if x > b + EPS]
+        mine = [u + x for u, x in zip(rows[t], trial_row, strict=True)]
+        if any(quota_broken_rows(p, [*rows[:t], mine, *rows[t + 1:]], t, touched_at)):
+            return True, True
+        nominal_row = p.derived(QUOTA_ROWS)[0][t]
+        return False, any(mine[f] > nominal_row[f] + EPS * (nominal_row[f] if nominal_row[f] > 1.0 else 1.0)
+                          for f in touched_at)
 
     def _need_for(self, job: JobSpec, flavors: dict[int, int]) -> FArray:
         """Quota the job's minimum replicas need per flavor with GPU groups on the nodes of the
@@ -219,8 +259,12 @@ class FlavorAssigner:
         ResourceFlavors, ``<flavor>/cpu``); None when nothing is to assign: every usable node must
         be counted by a flavor of that quantity (else its replicas may avoid quota), and a
         resource counted on every node by one flavor needs no choice."""
+        mine = (job.index, group.index)
+        if mine in self._quantity_of:
+            return self._quantity_of[mine]
         key = (eligibility.shape_key(self.p, job, group), group.gpu > 0)
         if key in self._quantity:
+            self._quantity_of[mine] = self._quantity[key]
             return self._quantity[key]
         p = self.p
         res = p.flavor_resource
@@ -235,7 +279,7 @@ class FlavorAssigner:
             if what < 0 or not p.flavor_nodes[cols][:, usable].all(axis=1).any():  # a choice to make
                 out = what
                 break
-        self._quantity[key] = out
+        self._quantity[key] = self._quantity_of[mine] = out
         return out
 
     def _flavor_eligible(self, job: JobSpec, group: GroupSpec, flavor: int) -> bool:
@@ -251,9 +295,13 @@ class FlavorAssigner:
 
     def _listed_flavors(self, tenant: int, what: int) -> list[int]:
         """Flavors counting `what` (-1: GPUs, else a resource index) whose quota the tenant lists,
-        in its order (its ClusterQueue's flavors)."""
-        index = {name: f for f, name in enumerate(self.p.flavors)}
-        return [index[k] for k in self.p.cluster.tenants[tenant].quotas if self.p.flavor_resource[index[k]] == what]
+        in its order (its ClusterQueue's flavors; kept, it depends on the problem alone)."""
+        known = self._listed.get((tenant, what))
+        if known is None:
+            index = {name: f for f, name in enumerate(self.p.flavors)}
+            known = self._listed[tenant, what] = [
+                index[k] for k in self.p.cluster.tenants[tenant].quotas if self.p.flavor_resource[index[k]] == what]
+        return known
 
     def next_flavors(self, job: JobSpec, assignment: FlavorAssignment) -> FlavorAssignment | None:
         """The assignment with each GPU group that has one on its next flavor whose quota fits, or

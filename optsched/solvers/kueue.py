@@ -691,15 +691,47 @@ class KueueEngine(GreedyEngine):
         if not holders:
             return att
         allowed = [v for v, _ in self._candidates(job)]
-        fits = self._fits_without(job, holders + allowed, allow_borrow=True, keep=False)
-        self._restore()
-        if fits is None:
+        if not self._fits_released(job, holders + allowed):
             return att  # even they would not make room: the original reason binds
         return Attempt(failure="priority", detail=(
             f"{att.failure}: {len(holders)} preemptible running jobs of priority >= {job.priority} hold nodes "
             f"it may use, and its tenant's policies do not evict them ({att.detail})" if att.detail else
             f"{att.failure}: {len(holders)} preemptible running jobs of priority >= {job.priority} hold nodes "
             "it may use, and its tenant's policies do not evict them"))
+
+    def _fits_released(self, job: JobSpec, victims: list[JobSpec]) -> bool:
+        """Whether the job fits, borrowing allowed, with `victims` out of the ledger (placed, then
+        taken off again): `_fits_without`'s trial for a one-off victim set, not remembered. The
+        victims that sit on none of the nodes the job may take (`_reachable_nodes`) leave only
+        quota and uplink traffic, the part of the ledger such a placement reads of them (the
+        priority diagnostic releases every preemptible job of its tenant and of borrowing ones:
+        about 40% of their placements sit elsewhere on mixed-cloud-10k)."""
+        clock.charge(clock.TRIAL_S)  # the work clock's measure of a trial (deterministic mode)
+        if self._quota_rules_out(job, victims, allow_borrow=True):
+            return False
+        jobs = np.unique(np.array([v.index for v in victims], dtype=np.int64))
+        near = running.touching(running.running_table(self.p), self._reachable_nodes(job))[jobs]
+        once = np.ones(len(jobs))
+        self.changed.extend(self.ledger.add_running_weighted(jobs, -once, near))
+        try:
+            att = self.place_job(job)
+            ok = att.failure is None and self._quota_ok(job, att, allow_borrow=True)
+            if att.failure is None:
+                self.rollback(job, list(att.replicas))
+        finally:
+            self.changed.extend(self.ledger.add_running_weighted(jobs, once, near))
+        return ok
+
+    def _reachable_nodes(self, job: JobSpec) -> BArray:
+        """Nodes a replica of the job may take: each group's eligible nodes, a GPU group's on its
+        assigned flavor's nodes (`replica_restrict`)."""
+        p = self.p
+        flavors = self.flavors.assign(job).flavors
+        out = np.zeros(p.n_nodes, dtype=bool)
+        for g in job.groups:
+            nodes = eligibility.mask(p, job, g)
+            out |= nodes if g.index not in flavors else nodes & p.flavor_nodes[flavors[g.index]]
+        return out
 
     def _quota_ok(self, job: JobSpec, att: Attempt, allow_borrow: bool) -> bool:
         """Extra quota rules of a placed attempt: within nominal when borrowing is not allowed,

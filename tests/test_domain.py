@@ -4,6 +4,7 @@ quota and eviction rules the validator judges."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -15,7 +16,7 @@ from optsched.budget import Budget
 from optsched.bundled import DATA_DIR
 from optsched.check import check_problem
 from optsched.domain.assign import Assigned, assign
-from optsched.domain.model import DomainSolution, build_model, solve_model, value_bound
+from optsched.domain.model import DomainSolution, build_model, lost_bound, solve_model, value_bound
 from optsched.generate import generate_queue
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Queue
@@ -79,6 +80,49 @@ def test_domain_bound_holds_for_every_solver(data: tuple[Cluster, Queue]) -> Non
     plans += [solve_kueue(p), solve_domain(p, time_limit=5.0)]
     for plan in plans:
         assert bound >= evaluate_problem(p, plan).admitted_value - 1e-6, plan.solver.name
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=ROUNDS)
+def test_lost_bound_holds_for_every_solver(data: tuple[Cluster, Queue]) -> None:
+    """`lost_bound` at a plan's own value is at most its lost work, for plans that evict (`kueue`,
+    the domain path with evictions free of charge) and those that do not; and above the value
+    bound no point remains (the bound is infinite)."""
+    cluster_, queue = data
+    p = compile_problem(cluster_, queue)
+    if any(v.migratable for v in p.running):
+        return  # the bound is not claimed where running jobs may migrate
+    m = build_model(p)
+    plans = [solve_greedy(p, "best-fit"), solve_kueue(p), solve_domain(p, time_limit=5.0),
+             solve_domain(p, objective={"admitted_value": 1.0, "disruption": 0.0}, time_limit=5.0)]
+    for plan in plans:
+        got = evaluate_problem(p, plan)
+        least = lost_bound(m, got.admitted_value - 1e-6, 10.0)
+        assert least is not None
+        assert least <= got.disruption + 1e-6, plan.solver.name
+    value = value_bound(m, 10.0)
+    assert value is not None
+    assert lost_bound(m, value * 1.01 + 1.0, 10.0) == math.inf
+
+
+def test_lost_bound_prices_the_eviction_a_value_needs() -> None:
+    """One 16-CPU node, a's preemptible 16-CPU job on it (lost work > 0); a's higher-priority
+    16-CPU job is queued. Its whole value needs the whole eviction (the bound is the running job's
+    lost work; Kueue's plan pays it), a share of it a share (the LP's point), none of it nothing."""
+    from optsched.concerns.tenancy import running as running_jobs
+
+    victim = job("a-run", "a", cpus=16, preemptible=True)
+    c = cluster([tenant("a", 32, within_tenant="lower_priority")], run=[running(victim, "n0")], nodes=1)
+    p = compile_problem(c, Queue.model_validate({"jobs": [job("a-new", "a", cpus=16, priority=10)]}))
+    m = build_model(p)
+    lost = running_jobs.lost_work(p, p.running[0])
+    assert lost > 0
+    plan = solve_kueue(p)
+    got = evaluate_problem(p, plan)
+    assert [e.job for e in plan.evictions] == ["a-run"] and got.disruption == pytest.approx(lost)
+    assert lost_bound(m, got.admitted_value, 5.0) == pytest.approx(lost, abs=1e-5)
+    assert lost_bound(m, got.admitted_value / 2, 5.0) == pytest.approx(lost / 2, abs=1e-5)
+    assert lost_bound(m, 0.0, 5.0) == pytest.approx(0.0, abs=1e-6)
 
 
 def test_quota_counts_what_running_jobs_already_borrow() -> None:

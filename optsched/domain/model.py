@@ -50,6 +50,7 @@ running job is migratable). Provisioning slots are cells of their own: the bound
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -531,6 +532,37 @@ def value_bound(m: DomainModel, time_limit: float) -> float | None:
     return max(0.0, -float(res.fun)) * (1 + 1e-9) + 1e-6
 
 
+def lost_bound(m: DomainModel, value_at_least: float, time_limit: float) -> float | None:
+    """A lower bound on the lost work (GPU-equivalent hours, the `disruption` term) of every valid
+    plan whose admitted value is at least `value_at_least`: the LP minimum of `sum_v lost[v] (ep +
+    er)` over the model with `value >= value_at_least` added. The mapping that makes the model a
+    relaxation (docs/formulation.md, "Why it bounds every valid plan") keeps a plan's evictions and
+    its value, so such a plan maps to a point of this LP with its own lost work. It answers what
+    a value target costs in disruption: with `value_at_least` = 0.97 x the value of a known valid
+    plan (so at most 0.97 x the round's optimum), the least lost work of any plan within 3% of the
+    optimum. Infinite when no point reaches the value (neither does a plan); None where the model
+    reports no bound (`bound_valid`) or HiGHS did not finish."""
+    if not m.bound_valid:
+        return None
+    if not len(m.cost):
+        return 0.0 if value_at_least <= 0 else math.inf
+    n_v = len(m.victims)
+    lost = np.zeros(len(m.cost))
+    if n_v:
+        lost[m.ep_first:m.ep_first + n_v] = running.running_table(m.p).lost[m.victims]
+        lost[m.er_first:m.er_first + n_v] = lost[m.ep_first:m.ep_first + n_v]
+    cons = [LinearConstraint(m.value[None, :], value_at_least, np.inf)]
+    if m.a.shape[0]:
+        cons.insert(0, LinearConstraint(m.a, m.row_lo, m.row_hi))
+    res = milp(lost, constraints=cons, integrality=np.zeros_like(m.integrality), bounds=Bounds(m.lower, m.upper),
+               options=clock.scipy_highs_options(time_limit))
+    if res.status == 2:  # infeasible: no plan reaches the value
+        return math.inf
+    if res.status != 0 or res.fun is None:
+        return None
+    return max(0.0, float(res.fun) * (1 - 1e-9) - 1e-6)
+
+
 def _highs(m: DomainModel, upper: FArray, integral: bool) -> Any:
     """A quiet highspy `Highs` holding the model (minimise `m.cost`; columns integer where
     `integral` and the model says so)."""
@@ -745,4 +777,5 @@ def solve_model(m: DomainModel, time_limit: float, *, integral: bool = True, pro
     return out
 
 
-__all__ = ["LOST_WEIGHT", "DomainModel", "DomainSolution", "build_model", "job_kinds", "solve_model", "value_bound"]
+__all__ = ["LOST_WEIGHT", "DomainModel", "DomainSolution", "build_model", "job_kinds", "lost_bound", "solve_model",
+           "value_bound"]

@@ -126,7 +126,8 @@ def test_public_bound_holds_for_plans_that_evict(data: tuple[Cluster, Queue]) ->
 
 def test_round_model_bound_is_tighter_where_node_packing_binds() -> None:
     """Three 5-GPU jobs, two 8-GPU nodes: the aggregate LP shares the 16 free GPUs out (3.2 jobs'
-    worth, capped by 3 jobs); the round model knows one such replica per node (2 jobs)."""
+    worth, capped by 3 jobs); the round model and the domain model know one such replica per node
+    (2 jobs)."""
     import optsched
 
     c, _ = _one_node_two_gangs(nodes=2)
@@ -134,5 +135,40 @@ def test_round_model_bound_is_tighter_where_node_packing_binds() -> None:
                                                                    "request": {"gpu": 5, "cpu": 8000}}]}
                                        for i in range(3)]})
     b = optsched.bound(c, q, exact=True)
-    assert b.method == "milp-round", b
     assert b.value is not None and b.lp_value is not None and b.value < b.lp_value - 1e-6
+    assert b.value == pytest.approx(10.0, abs=1e-4)  # two of the three jobs
+    from optsched.solvers.milp import model_bound
+
+    tight, status = model_bound(compile_problem(c, q), 10.0)  # the round model's own bound
+    assert status == "Optimal" and tight is not None and tight == pytest.approx(10.0, abs=1e-3)
+    # the domain model counts one such replica per node as well (its fit per node): the tighter wins
+    assert b.domain_value == pytest.approx(10.0, abs=1e-4) and b.method in ("milp-round", "lp-domain")
+
+
+def test_public_bound_takes_the_domain_models_where_tighter() -> None:
+    """On mixed-cloud-10k (400 jobs at 2x load) the domain model's LP, which knows who may preempt
+    whom and the per-node fit of each shape, is below the aggregate LP, and `bound` returns it;
+    with no time for it, the aggregate LP's."""
+    import optsched
+    from optsched.bundled import DATA_DIR
+    from optsched.generate import generate_queue
+    from optsched.model import load_cluster
+
+    c = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    q = generate_queue(c, "mixed", jobs=400, load=2.0, seed=0)
+    b = optsched.bound(c, q)
+    assert b.method == "lp-domain", b
+    assert b.value is not None and b.lp_value is not None and b.value < b.lp_value * 0.999
+    assert b.value == b.domain_value
+    p = compile_problem(c, q)
+    assert b.value >= evaluate_problem(p, optsched.solve(c, q, solver="kueue")).admitted_value
+    import importlib
+
+    bound_module = importlib.import_module("optsched.bound")  # the module (`optsched.bound` is the function)
+    saved = bound_module.DOMAIN_BOUND_SECONDS_PER_JOB
+    try:
+        bound_module.DOMAIN_BOUND_SECONDS_PER_JOB = 1.0  # 400 s: more than the call's 10 s
+        short = optsched.bound(c, q)
+    finally:
+        bound_module.DOMAIN_BOUND_SECONDS_PER_JOB = saved
+    assert short.method == "lp-aggregate" and short.domain_value is None and short.value == b.lp_value

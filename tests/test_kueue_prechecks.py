@@ -6,7 +6,8 @@ prefix of candidates starts past the prefixes they refuse (`_first_quota_prefix`
 refuse only trials the full placement would refuse, the legality check of a step judges
 again only the evictions the step can make illegal (`_rejudged`), and the priority diagnostic's
 trial moves on the nodes only the victims that sit where the job may go (`_fits_released`), so
-the plan with these switched off is the same plan.
+the plan with these switched off is the same plan. Trials run on a copy of the ledger with
+cloned cursors, so a trial leaves the round's ledger and change log as they were.
 """
 
 from __future__ import annotations
@@ -84,3 +85,41 @@ def test_quota_precheck_refuses_trials_and_leaves_the_plan_unchanged(monkeypatch
     assert refused
     assert check_problem(p, plan) == []
     assert _decisions(plan) == _decisions(_without_prechecks(compile_problem(c, q), monkeypatch))
+
+
+def test_trials_leave_the_rounds_ledger_and_cursors_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial placements run on a copy of the ledger with cloned cursors (`TrialState`): after every
+    trial that is not kept, the round's ledger is bitwise what it was and its change log has not
+    grown, on a mixed-cloud-10k round with preemption searches and priority diagnostics."""
+    import numpy as np
+
+    from optsched.bundled import DATA_DIR
+    from optsched.generate import generate_queue
+    from optsched.model import load_cluster
+
+    c = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    q = generate_queue(c, "mixed", jobs=150, load=2.0, seed=1)
+    names = ("used", "score_pad", "dev_used", "uplink_load", "quota_used", "free_whole", "max_group_free",
+             "max_share_free")
+    checked: list[str] = []
+
+    def guarded(method: Any) -> Any:
+        def run(self: kueue.KueueEngine, job: JobSpec, victims: list[JobSpec], *args: Any, **kw: Any) -> Any:
+            keep = kw.get("keep", args[-1] if args else False)
+            before = [getattr(self.ledger, n).copy() for n in names]
+            logged = len(self.changed)
+            out = method(self, job, victims, *args, **kw)
+            if not keep:
+                assert all(np.array_equal(b, getattr(self.ledger, n)) for b, n in zip(before, names, strict=True))
+                assert len(self.changed) == logged
+                checked.append(method.__name__)
+            return out
+        return run
+
+    with monkeypatch.context() as m:
+        m.setattr(kueue.KueueEngine, "_fits_without", guarded(kueue.KueueEngine._fits_without))
+        m.setattr(kueue.KueueEngine, "_fits_released", guarded(kueue.KueueEngine._fits_released))
+        p = compile_problem(c, q)
+        plan = kueue.solve_kueue(p)
+    assert {"_fits_without", "_fits_released"} <= set(checked)
+    assert check_problem(p, plan) == []

@@ -172,6 +172,16 @@ class NodeCursor:
         if len(nodes):
             self._score(np.arange(len(nodes)))
 
+    def clone(self, seen: int) -> NodeCursor:
+        """A copy with its own fit and scores (the caches of positions shared, read-only), current
+        up to entry `seen` of whatever change log the engine holds when it next syncs: a trial
+        placement on a copy of the ledger scores on the copy without touching this cursor."""
+        other = NodeCursor.__new__(NodeCursor)
+        other.engine, other.group, other.nodes = self.engine, self.group, self.nodes
+        other.key, other.seen = self.key.copy(), seen
+        other._positions, other._by_domain, other._where = self._positions, self._by_domain, self._where
+        return other
+
     def _score(self, positions: IArray) -> None:
         e = self.engine
         nodes = self.nodes[positions]

@@ -61,7 +61,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import replace
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -69,13 +70,13 @@ from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
+from optsched.ledger import EPS, Ledger, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.flavors import FlavorAssigner
-from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, to_plan
+from optsched.solvers.greedy import STRATEGIES, Attempt, ChangeLog, GreedyEngine, NodeCursor, to_plan
 
 PLACEMENT = "best-fit"
 """The node score the admitted jobs are placed with (kube-scheduler MostAllocated)."""
@@ -90,6 +91,24 @@ NODE_FAILURES = frozenset({"capacity", "topology", "bandwidth", "spread"})
 
 MAX_CANDIDATES = 256
 """Preemption candidates considered per job, in Kueue's order (the rest are not tried)."""
+
+
+@dataclass
+class TrialState:
+    """A series of trial placements (`KueueEngine._fits_without`, the priority diagnostic) on a
+    copy of the round's ledger: the victims of the trial last run are out of it (`out`), the
+    nodes it changed are logged in its own change log, and the engine's cursors are cloned into
+    it as a trial first asks for them. The round's ledger, change log and cursors never see a
+    trial, so ending the series moves nothing back and re-scores nothing."""
+
+    ledger: Ledger
+    log: ChangeLog
+    out: set[int] = field(default_factory=set)
+    """Running jobs (indices) out of `ledger` for the trial last run."""
+    clones: dict[int, NodeCursor] = field(default_factory=dict)
+    """The round's cursor (by id) -> its clone for this series."""
+    cursor_of: dict[tuple[bool, int, int, str], NodeCursor] = field(default_factory=dict)
+    """The clone each (running, job, group, strategy) asked for."""
 
 SOURCE = ("Kueue ClusterQueue admission (BestEffortFIFO, non-borrowing heads first), cohort borrowing "
           "and classic preemption; kube-scheduler MostAllocated placement.")
@@ -120,9 +139,14 @@ class KueueEngine(GreedyEngine):
         """Outcomes of trial placements since the round's state last changed (`_fits_without`)."""
         self.queue_usage = fairshare.QueueUsage(p)
         """The LocalQueues' admission fair-sharing usage, penalties of this round's admissions included."""
-        self._out: set[int] = set()
-        """Running jobs (indices) out of the ledger for the trial last run (`_trial_release`):
-        consecutive trials move from one victim set to the next, `_restore` ends the series."""
+        self._series: TrialState | None = None
+        """The trial series in progress (`_trial_release`): consecutive trials move its ledger
+        from one victim set to the next, `_restore` ends the series."""
+        self._inside: TrialState | None = None
+        """The trial whose placement runs now (`_placing_in`): the engine's ledger and change log
+        are the trial's, and cursors are the trial's clones."""
+        self._round_ledger, self._round_log = self.ledger, self.changed
+        """The round's own ledger and change log (the engine's outside a trial)."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -207,22 +231,60 @@ class KueueEngine(GreedyEngine):
         """Take running jobs out of the ledger (sign=+1 puts them back)."""
         self.changed.extend(self.ledger.add_running_many(victims, sign))
 
-    def _trial_release(self, victims: list[JobSpec]) -> None:
-        """Have exactly `victims` out of the ledger for a trial: from the previous trial's set,
-        the new ones go and the ones no longer listed come back, in one ledger update (a series of
-        trials over growing prefixes moves only their differences)."""
+    def _trial_release(self, victims: list[JobSpec]) -> TrialState:
+        """Have exactly `victims` out of the series' ledger for a trial (a copy of the round's,
+        made as the series starts): from the previous trial's set, the new ones go and the ones no
+        longer listed come back, in one ledger update (a series of trials over growing prefixes
+        moves only their differences). Returns the series."""
+        series = self._series
+        if series is None:
+            series = self._series = TrialState(self.ledger.copy(), ChangeLog(self.p.n_nodes))
         want = {v.index for v in victims}
-        go, back = sorted(want - self._out), sorted(self._out - want)
+        go, back = sorted(want - series.out), sorted(series.out - want)
         if go or back:
             jobs = np.array(go + back, dtype=np.int64)
             weights = np.array([-1.0] * len(go) + [1.0] * len(back))
             order = np.argsort(jobs)
-            self.changed.extend(self.ledger.add_running_weighted(jobs[order], weights[order]))
-        self._out = want
+            series.log.extend(series.ledger.add_running_weighted(jobs[order], weights[order]))
+        series.out = want
+        return series
 
     def _restore(self) -> None:
-        """Put back the running jobs the last trial took out (the end of a series of trials)."""
-        self._trial_release([])
+        """End the series of trials (the round's ledger never saw them: nothing moves back)."""
+        self._series = None
+
+    @contextmanager
+    def _placing_in(self, trial: TrialState) -> Iterator[None]:
+        """Run a trial placement on `trial`'s ledger and change log (and its cursor clones)."""
+        ledger, log = self.ledger, self.changed
+        self.ledger, self.changed, self._inside = trial.ledger, trial.log, trial
+        try:
+            yield
+        finally:
+            self.ledger, self.changed, self._inside = ledger, log, None
+
+    def _cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
+        """The round's cursor for the group's shape; inside a trial, its clone for the trial (the
+        round's cursor first brought up to date on the round's ledger, then copied, current up to
+        the trial log's start: its first sync re-scores the nodes the trial changed)."""
+        trial = self._inside
+        if trial is None:
+            return super()._cursor(job, group)
+        mine = (job.running, job.index, group.index, self.s.name)
+        got = trial.cursor_of.get(mine)
+        if got is None:
+            ledger, log = self.ledger, self.changed
+            self.ledger, self.changed, self._inside = self._round_ledger, self._round_log, None
+            try:
+                main = super()._cursor(job, group)
+                main.sync()
+            finally:
+                self.ledger, self.changed, self._inside = ledger, log, trial
+            got = trial.clones.get(id(main))
+            if got is None:
+                got = trial.clones[id(main)] = main.clone(seen=0)
+            trial.cursor_of[mine] = got
+        return got
 
     def _candidates(self, job: JobSpec, for_nodes: bool = False) -> list[tuple[JobSpec, str]]:
         """Running jobs this job may evict under its tenant's policies, in Kueue's order, with the
@@ -265,44 +327,42 @@ class KueueEngine(GreedyEngine):
 
     # ------------------------------------------------------------------ preemption
     def _fits_without(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool, keep: bool) -> Attempt | None:
-        """Release `victims`, try to place the job; with `keep` a success stays placed (victims
-        stay released for good), otherwise the job's replicas are taken off again and the
-        victims stay out of the ledger only until the next trial or `_restore` (which the caller
-        runs before it reads the round's state). Returns the attempt if it fits.
+        """Whether the job fits with `victims` evicted: a trial placement on the series' ledger
+        (`_trial_release`), with them out of it. With `keep`, a success is applied to the round's
+        ledger (the victims released for good, the trial's replicas placed; the series ends).
+        Returns the attempt if it fits.
 
-        A trial is undone, so between two changes of the round's state the same trial has the
-        same outcome: outcomes are remembered (`_trials`, emptied when a job is kept) and a kept
-        success re-applies the replicas its trial found. A trial whose quota rules must refuse
-        the job (`_quota_rules_out`) is not run (a capacity precheck did not pay for itself:
-        docs/baselines.md)."""
+        A trial leaves the round's state as it was, so between two changes of it the same trial
+        has the same outcome: outcomes are remembered (`_trials`, emptied when a job is kept). A
+        trial whose quota rules must refuse the job (`_quota_rules_out`) is not run (a capacity
+        precheck did not pay for itself: docs/baselines.md)."""
         key = (job.index, tuple(v.index for v in victims), allow_borrow)
         tried = key in self._trials
         known = self._trials.get(key)
         if tried and not (keep and known is not None):
             return known
-        if known is None:
+        if not tried:
             clock.charge(clock.TRIAL_S)  # the work clock's measure of a trial (deterministic mode)
-        if known is None and self._quota_rules_out(job, victims, allow_borrow):  # before any ledger move
-            self._trials[key] = None
-            return None
-        self._trial_release(victims)
-        if known is not None:  # keep a success found by a trial
-            for r in known.replicas:
-                self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share)
-                self.changed.append(r.node)
-            self._out = set()
-            self._trials.clear()
-            return Attempt(list(known.replicas))
-        att = self.place_job(job)
-        ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
-        if ok and keep:
-            self._out = set()
-            self._trials.clear()
-            return att
-        if att.failure is None:
-            self.rollback(job, list(att.replicas))
-        self._trials[key] = Attempt(list(att.replicas)) if ok else None
-        return att if ok else None
+            if self._quota_rules_out(job, victims, allow_borrow):  # before any ledger move
+                self._trials[key] = None
+                return None
+            trial = self._trial_release(victims)
+            with self._placing_in(trial):
+                att = self.place_job(job)
+                ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
+                if att.failure is None:
+                    self.rollback(job, list(att.replicas))
+            known = self._trials[key] = Attempt(list(att.replicas)) if ok else None
+            if known is None or not keep:
+                return known
+        assert known is not None
+        self._restore()  # keep the success on the round's ledger
+        self._release(victims)
+        for r in known.replicas:
+            self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share)
+            self.changed.append(r.node)
+        self._trials.clear()
+        return Attempt(list(known.replicas))
 
     def _quota_rules_out(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool) -> bool:
         """Whether `_quota_ok` must refuse every placement of the job with `victims` out of the
@@ -347,8 +407,8 @@ class KueueEngine(GreedyEngine):
         return refused
 
     def _settled_quota(self, tenant: int) -> FArray:
-        """The tenant's quota usage per flavor with the last trial's victims back (a copy)."""
-        out: FArray = self.ledger.quota_used[tenant] + self._quota_of(tenant, list(self._out))
+        """The tenant's quota usage per flavor on the round's ledger (a copy; trials run on theirs)."""
+        out: FArray = self.ledger.quota_used[tenant].copy()
         return out
 
     def _quota_of(self, tenant: int, jobs: list[int]) -> FArray:
@@ -585,9 +645,11 @@ class KueueEngine(GreedyEngine):
         preemptor as the validator sees it if the round ended now."""
         final = self._plan_usage()
         by = self._preemptor(job, att.replicas, final)
-        evs: list[tuple[JobSpec, str, preemption.Preemptor | None]] = [
-            (v, self.evictions[v.id].reason, replace(self.preemptors[self.evictions[v.id].by or ""], final=final))
-            for v in self.evicted_jobs]
+        evs: list[tuple[JobSpec, str, preemption.Preemptor | None]] = []
+        for v in self.evicted_jobs:
+            ev = self.evictions[v.id]
+            b = self.preemptors[ev.by or ""]  # with the final usage (a constructor call: `replace` cost 40 ms a round)
+            evs.append((v, ev.reason, preemption.Preemptor(b.job, b.uses, b.within_nominal, b.nodes, final)))
         return evs + [(v, reason, by) for v, reason in chosen]
 
     def _legal(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]) -> bool:
@@ -700,27 +762,23 @@ class KueueEngine(GreedyEngine):
             "it may use, and its tenant's policies do not evict them"))
 
     def _fits_released(self, job: JobSpec, victims: list[JobSpec]) -> bool:
-        """Whether the job fits, borrowing allowed, with `victims` out of the ledger (placed, then
-        taken off again): `_fits_without`'s trial for a one-off victim set, not remembered. The
-        victims that sit on none of the nodes the job may take (`_reachable_nodes`) leave only
-        quota and uplink traffic, the part of the ledger such a placement reads of them (the
-        priority diagnostic releases every preemptible job of its tenant and of borrowing ones:
-        about 40% of their placements sit elsewhere on mixed-cloud-10k)."""
+        """Whether the job fits, borrowing allowed, with `victims` out of the ledger:
+        `_fits_without`'s trial for a one-off victim set, on a copy of the ledger used once, not
+        remembered. The victims that sit on none of the nodes the job may take
+        (`_reachable_nodes`) leave only quota and uplink traffic, the part of the ledger such a
+        placement reads of them (the priority diagnostic releases every preemptible job of its
+        tenant and of borrowing ones: about 40% of their placements sit elsewhere on
+        mixed-cloud-10k)."""
         clock.charge(clock.TRIAL_S)  # the work clock's measure of a trial (deterministic mode)
         if self._quota_rules_out(job, victims, allow_borrow=True):
             return False
         jobs = np.unique(np.array([v.index for v in victims], dtype=np.int64))
         near = running.touching(running.running_table(self.p), self._reachable_nodes(job))[jobs]
-        once = np.ones(len(jobs))
-        self.changed.extend(self.ledger.add_running_weighted(jobs, -once, near))
-        try:
+        trial = TrialState(self.ledger.copy(), ChangeLog(self.p.n_nodes))  # used once, then dropped
+        trial.log.extend(trial.ledger.add_running_weighted(jobs, -np.ones(len(jobs)), near))
+        with self._placing_in(trial):
             att = self.place_job(job)
-            ok = att.failure is None and self._quota_ok(job, att, allow_borrow=True)
-            if att.failure is None:
-                self.rollback(job, list(att.replicas))
-        finally:
-            self.changed.extend(self.ledger.add_running_weighted(jobs, once, near))
-        return ok
+            return att.failure is None and self._quota_ok(job, att, allow_borrow=True)
 
     def _reachable_nodes(self, job: JobSpec) -> BArray:
         """Nodes a replica of the job may take: each group's eligible nodes, a GPU group's on its

@@ -67,6 +67,8 @@ class FlavorAssigner:
         """(job, group) -> `_assigned_quantity` (its shape key is not computed again)."""
         self._listed: dict[tuple[int, int], list[int]] = {}
         """(tenant, what) -> `_listed_flavors`."""
+        self._orders: dict[tuple[int, int], list[int]] = {}
+        """(job, group) -> `_order_of`."""
         self._covers: dict[tuple[tuple[object, ...], bool, int | None], list[int]] = {}
         """(replica shape, asks for GPUs, assigned flavor) -> `_covering`."""
         self._least: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
@@ -121,7 +123,7 @@ class FlavorAssigner:
             what = self._assigned_quantity(job, g)
             if what is None:
                 continue
-            order = [f for f in self._listed_flavors(t, what) if self._flavor_eligible(job, g, f)]
+            order = self._order_of(job, g, what)
             if not order:
                 return FlavorAssignment(self._need_for(job, flavors), flavors,
                                         f"its tenant {p.tenant_names[t]} lists no quota for a flavor whose nodes "
@@ -187,21 +189,23 @@ class FlavorAssigner:
         """Quota the job's minimum replicas need per flavor with GPU groups on the nodes of the
         flavors `flavors` assigns them (others on every node they may use): for each thing a group
         asks for, the one flavor counting it on all those nodes (none when several split them or
-        some node counts it nowhere: the replicas may avoid quota; `quota.min_need` picks then)."""
+        some node counts it nowhere: the replicas may avoid quota; `quota.min_need` picks then).
+        Read-only (kept, and shared by the assignments that carry it)."""
         key = (job.index, tuple(sorted(flavors.items())))
         known = self._needs.get(key)
         if known is not None:
-            return known.copy()
+            return known
         p = self.p
         need = np.zeros(len(p.flavors))
-        self._needs[key] = need
         res = p.flavor_resource
         for g in job.groups:
             if g.rmin <= 0:
                 continue
             for f in self._covering(job, g, flavors.get(g.index)):
                 need[f] += (g.gpu if res[f] < 0 else float(g.req[res[f]])) * g.rmin
-        return need.copy()
+        need.setflags(write=False)
+        self._needs[key] = need
+        return need
 
     def least_uses(self, job: JobSpec) -> FArray:
         """Per flavor, a lower bound of the quota usage of every placement of the job on its
@@ -281,6 +285,17 @@ class FlavorAssigner:
                 break
         self._quantity[key] = self._quantity_of[mine] = out
         return out
+
+    def _order_of(self, job: JobSpec, group: GroupSpec, what: int) -> list[int]:
+        """The flavors counting `what` that the group may try, in its tenant's order: those it
+        lists quota for (`_listed_flavors`) whose nodes may hold the group (`_flavor_eligible`);
+        kept per job and group (read-only)."""
+        key = (job.index, group.index)
+        known = self._orders.get(key)
+        if known is None:
+            known = self._orders[key] = [f for f in self._listed_flavors(job.tenant, what)
+                                         if self._flavor_eligible(job, group, f)]
+        return known
 
     def _flavor_eligible(self, job: JobSpec, group: GroupSpec, flavor: int) -> bool:
         """Whether some node of `flavor` may ever hold a replica of `group` (`eligibility.mask`):

@@ -3,7 +3,8 @@
 The public surface: the documents (`Cluster`, `Queue`, `Plan`) and their loaders,
 `reference_cluster` (a bundled cluster by name), `solve`, `check` (the validator), `evaluate`
 (the metrics), `chargeback` (a plan's $/h per tenant and pool), `bound` (an upper bound on
-admitted value for any plan), `pareto` (the trade-off between objectives as a set of plans) and
+admitted value for any plan), `lost_work_bound` (the least lost work of any plan admitting a
+given value), `pareto` (the trade-off between objectives as a set of plans) and
 `InputError`.
 
 Names are loaded on first use (PEP 562), so that ``import optsched`` does not load OR-Tools,
@@ -22,7 +23,9 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "Bound": "optsched.bound",
+    "LostWorkBound": "optsched.bound",
     "bound": "optsched.bound",
+    "lost_work_bound": "optsched.bound",
     "Violation": "optsched.check",
     "check": "optsched.check",
     "InputError": "optsched.errors",
@@ -46,7 +49,7 @@ _PUBLIC = {
 """Public name -> the module that defines it."""
 
 if TYPE_CHECKING:
-    from optsched.bound import Bound, bound
+    from optsched.bound import Bound, LostWorkBound, bound, lost_work_bound
     from optsched.bundled import reference_cluster
     from optsched.check import Violation, check
     from optsched.errors import InputError, InputIssue
@@ -89,6 +92,7 @@ __all__ = [
     "Cluster",
     "InputError",
     "InputIssue",
+    "LostWorkBound",
     "Metrics",
     "ParetoSet",
     "Plan",
@@ -103,6 +107,7 @@ __all__ = [
     "load_cluster",
     "load_plan",
     "load_queue",
+    "lost_work_bound",
     "pareto",
     "reference_cluster",
     "solve",

@@ -21,6 +21,8 @@ bound holds for those too.
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict
 
 from optsched import clock
@@ -121,3 +123,53 @@ def bound(cluster: Cluster, queue: Queue, *, objective: ObjectiveSpec = None, ti
     call; `exact`: bound the round model too (True), never (False), or when cheap (None).
     """
     return bound_problem(compile_problem(cluster, queue), objective, time_limit, exact)
+
+
+class LostWorkBound(BaseModel):
+    """A lower bound on the lost work (`disruption`) of every valid plan that admits at least a
+    given value (`lost_work_bound`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    term: str = "disruption"
+    """The bounded objective term (GPU-equivalent hours of work lost by evictions)."""
+    admitted_value_at_least: float
+    """The admitted value every plan counted reaches."""
+    value: float | None
+    """No valid plan admitting at least `admitted_value_at_least` loses less work; None when no
+    plan reaches that value (status ``unreachable``) or no bound is claimed (see status)."""
+    status: str
+    """``optimal`` (the LP solved: `value` holds), ``unreachable`` (no plan admits that much),
+    ``not claimed`` (a running job may migrate, which the model does not count), or HiGHS's
+    status when it did not finish."""
+    seconds: float
+    """Wall time, compilation excluded."""
+
+
+def lost_work_bound(cluster: Cluster, queue: Queue, *, admitted_value_at_least: float,
+                    time_limit: float = 10.0) -> LostWorkBound:
+    """The least lost work (GPU-equivalent hours) any valid plan of the round pays to admit at
+    least `admitted_value_at_least` (a lower bound, `domain.model.lost_bound`: the domain model's
+    LP with that value as a row, minimising lost work; docs/formulation.md, "What a value target
+    costs in lost work"). With 0.97 x the value of a plan you have, it is what any plan within 3%
+    of the optimum must disrupt; it holds for plans that provision nodes too."""
+    time_limit = require_time_limit(time_limit)
+    floor = admitted_value_at_least
+    if isinstance(floor, bool) or not isinstance(floor, int | float) or not math.isfinite(floor) or floor < 0:
+        raise InputError([InputIssue("admitted_value_at_least", "out_of_range",
+                                     f"{floor!r}: an admitted value is a finite number >= 0")])
+    p = compile_problem(cluster, queue)
+    start = clock.now()
+    from optsched.domain.model import build_model, lost_bound  # lazy: SciPy's HiGHS
+
+    m = build_model(p)
+    got = lost_bound(m, float(floor), max(start + time_limit - clock.now(), 1e-3))
+    status = "optimal"
+    if not m.bound_valid:
+        status = "not claimed"
+    elif got is None:
+        status = "not solved in time"
+    elif math.isinf(got):
+        status, got = "unreachable", None
+    return LostWorkBound(admitted_value_at_least=float(floor), value=got, status=status,
+                         seconds=clock.now() - start)

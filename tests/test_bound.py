@@ -172,3 +172,38 @@ def test_public_bound_takes_the_domain_models_where_tighter() -> None:
     finally:
         bound_module.DOMAIN_BOUND_SECONDS_PER_JOB = saved
     assert short.method == "lp-aggregate" and short.domain_value is None and short.value == b.lp_value
+
+
+def test_lost_work_bound_is_at_most_what_a_plan_at_that_value_loses() -> None:
+    """`lost_work_bound` at the value of Kueue's plan on a mixed-cloud-10k round is at most its lost
+    work, and positive (that value needs evictions); at 0 it is 0; above every plan's value the
+    floor is unreachable."""
+    import optsched
+    from optsched.bundled import DATA_DIR
+    from optsched.generate import generate_queue
+    from optsched.model import load_cluster
+
+    c = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    q = generate_queue(c, "mixed", jobs=300, load=2.0, seed=2)
+    plan = optsched.solve(c, q, solver="kueue")
+    got = evaluate_problem(compile_problem(c, q), plan)
+    assert plan.evictions and got.disruption > 0
+    b = optsched.lost_work_bound(c, q, admitted_value_at_least=got.admitted_value)
+    assert b.status == "optimal" and b.value is not None
+    assert 0 < b.value <= got.disruption + 1e-6
+    zero = optsched.lost_work_bound(c, q, admitted_value_at_least=0)
+    assert zero.value == pytest.approx(0.0, abs=1e-6)
+    top = optsched.bound(c, q).value
+    assert top is not None
+    too_much = optsched.lost_work_bound(c, q, admitted_value_at_least=top * 1.01 + 1)
+    assert too_much.status == "unreachable" and too_much.value is None
+
+
+@pytest.mark.parametrize("floor", [-1.0, float("nan"), float("inf"), "10", True])
+def test_lost_work_bound_refuses_a_bad_floor(example: Any, floor: Any) -> None:
+    import optsched
+
+    c, q, _ = example
+    with pytest.raises(optsched.InputError) as err:
+        optsched.lost_work_bound(c, q, admitted_value_at_least=floor)
+    assert err.value.problems[0].path == "admitted_value_at_least"

@@ -42,8 +42,8 @@ def flavor_use(p: Problem, group: GroupSpec, node: int) -> FArray:
     class (`flavor_class`), since ledgers ask it for every replica they add."""
     if not len(p.flavors):
         return _NO_FLAVORS
-    memo = p.derived(FLAVOR_USES)
-    key = (group.gpu, group.req.tobytes(), int(p.derived(FLAVOR_CLASS)[node]))
+    memo, classes = p.derived(FLAVOR_USES)
+    key = (group.gpu, group.req_row, classes[node])
     use = memo.get(key)
     if use is None:
         use = memo[key] = _flavor_use(p, group, node)
@@ -67,12 +67,16 @@ _NO_FLAVORS: FArray = np.zeros(0)
 _NO_FLAVORS.setflags(write=False)
 
 
-def _flavor_uses(p: Problem) -> dict[tuple[float, bytes, int], FArray]:
-    return {}
+FlavorUses = tuple[dict[tuple[float, tuple[float, ...], int], FArray], list[int]]
 
 
-FLAVOR_USES: Derived[dict[tuple[float, bytes, int], FArray]] = Derived("ledger.flavor_uses", _flavor_uses)
-"""`flavor_use`'s answers so far, by (GPUs, request, flavor class): a memo the problem keeps."""
+def _flavor_uses(p: Problem) -> FlavorUses:
+    return {}, p.derived(FLAVOR_CLASS).tolist()
+
+
+FLAVOR_USES: Derived[FlavorUses] = Derived("ledger.flavor_uses", _flavor_uses)
+"""`flavor_use`'s answers so far, by (GPUs, request, flavor class): a memo the problem keeps; and
+each node's flavor class as a list (`flavor_use` asks per replica)."""
 
 
 def _node_device_lists(p: Problem) -> list[tuple[int, list[bool], list[int]]]:
@@ -346,6 +350,9 @@ def _add_rows(table: FArray, index: IArray, values: FArray) -> None:
 def _rows_of(start: IArray, jobs: IArray) -> tuple[IArray, IArray]:
     """The rows of `jobs` (sorted, distinct running indices) in a table whose job k has rows
     [start[k], start[k + 1]), in row order, and each row's position in `jobs`."""
+    if len(jobs) == 1:  # a quarter of the `kueue` baseline's moves: one job, three numpy calls fewer
+        first, stop = int(start[jobs[0]]), int(start[jobs[0] + 1])
+        return np.arange(first, stop), np.zeros(stop - first, dtype=np.int64)
     counts = start[jobs + 1] - start[jobs]
     total = int(counts.sum())
     ends = np.cumsum(counts)
@@ -582,9 +589,11 @@ class Ledger:
         """`add_running_weighted`'s quota and uplink traffic of `jobs`."""
         if len(self.problem.flavors):
             np.add.at(self.quota_used, pack.tenant[jobs], weights[:, None] * pack.quota[jobs])
+        gbps = pack.bandwidth[jobs]
+        if not gbps.any():  # no traffic to move
+            return
         cross, cross_at = _rows_of(pack.cross_start, jobs)
         if len(cross):
-            gbps = pack.bandwidth[jobs]
             keep = gbps[cross_at] != 0
             if keep.any():
                 np.add.at(self.uplink_load, pack.cross_domain[cross[keep]], (weights * gbps)[cross_at[keep]])

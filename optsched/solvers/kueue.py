@@ -147,6 +147,8 @@ class KueueEngine(GreedyEngine):
         are the trial's, and cursors are the trial's clones."""
         self._round_ledger, self._round_log = self.ledger, self.changed
         """The round's own ledger and change log (the engine's outside a trial)."""
+        self._lendable: dict[int, FArray] = {}
+        """Per cohort: what its members may lend per flavor (`_share_with`)."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -189,8 +191,10 @@ class KueueEngine(GreedyEngine):
         cohort = int(p.tenant_cohort[t])
         if cohort < 0 or not len(p.flavors):
             return 0.0
-        members = p.tenant_cohort == cohort
-        lendable = np.minimum(p.nominal[members], p.lend_limit[members]).sum(axis=0)
+        lendable = self._lendable.get(cohort)
+        if lendable is None:  # the problem's alone: kept per cohort
+            members = p.tenant_cohort == cohort
+            lendable = self._lendable[cohort] = np.minimum(p.nominal[members], p.lend_limit[members]).sum(axis=0)
         borrowed = np.maximum(0.0, self.ledger.quota_used[t] + self._need(job) - p.nominal[t])
         ratio = np.where(lendable > EPS, borrowed / np.maximum(lendable, EPS), np.where(borrowed > EPS, np.inf, 0.0))
         return float(ratio.max()) / float(p.tenant_weight[t])

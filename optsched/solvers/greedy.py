@@ -15,6 +15,7 @@ device choice inside a node, and how they treat topology domains.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -176,10 +177,8 @@ class NodeCursor:
         """A copy with its own fit and scores (the caches of positions shared, read-only), current
         up to entry `seen` of whatever change log the engine holds when it next syncs: a trial
         placement on a copy of the ledger scores on the copy without touching this cursor."""
-        other = NodeCursor.__new__(NodeCursor)
-        other.engine, other.group, other.nodes = self.engine, self.group, self.nodes
+        other = copy.copy(self)  # shallow: the caches of positions are shared
         other.key, other.seen = self.key.copy(), seen
-        other._positions, other._by_domain, other._where = self._positions, self._by_domain, self._where
         return other
 
     def _score(self, positions: IArray) -> None:
@@ -304,7 +303,7 @@ class GreedyEngine:
         """Cluster totals per resource and GPUs (real nodes), the DRF denominators."""
 
     # ------------------------------------------------------------------ one replica
-    def _cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
+    def shape_cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
         """The round's cursor for the shape of `group` (its eligible real nodes, scored by the
         current strategy: an engine whose strategy changes per job keeps one cursor per strategy)."""
         mine = (job.running, job.index, group.index, self.s.name)
@@ -325,12 +324,12 @@ class GreedyEngine:
         here the shape's cursor and `restrict` itself (an engine that keeps cursors over node
         subsets hands back one for `restrict` and no mask: the same choice, without a pass over
         every eligible node per replica)."""
-        return self._cursor(job, group), restrict
+        return self.shape_cursor(job, group), restrict
 
     def eligible_nodes(self, job: JobSpec, group: GroupSpec) -> IArray:
         """The real nodes a replica of `group` may use, sorted (its cursor's: the same array for
         the whole of a `run`)."""
-        return self._cursor(job, group).nodes
+        return self.shape_cursor(job, group).nodes
 
     def _place_replica(self, job: JobSpec, group: GroupSpec, replica: int, elastic: bool,
                        restrict: BArray | None, placed: list[PlacedReplica]) -> tuple[PlacedReplica | None, str]:

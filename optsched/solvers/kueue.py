@@ -267,20 +267,20 @@ class KueueEngine(GreedyEngine):
         finally:
             self.ledger, self.changed, self._inside = ledger, log, None
 
-    def _cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
+    def shape_cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
         """The round's cursor for the group's shape; inside a trial, its clone for the trial (the
         round's cursor first brought up to date on the round's ledger, then copied, current up to
         the trial log's start: its first sync re-scores the nodes the trial changed)."""
         trial = self._inside
         if trial is None:
-            return super()._cursor(job, group)
+            return super().shape_cursor(job, group)
         mine = (job.running, job.index, group.index, self.s.name)
         got = trial.cursor_of.get(mine)
         if got is None:
             ledger, log = self.ledger, self.changed
             self.ledger, self.changed, self._inside = self._round_ledger, self._round_log, None
             try:
-                main = super()._cursor(job, group)
+                main = super().shape_cursor(job, group)
                 main.sync()
             finally:
                 self.ledger, self.changed, self._inside = ledger, log, trial

@@ -336,6 +336,38 @@ def _running_pack(p: Problem) -> RunningPack:
         cross_start=starts[2])
 
 
+@dataclass(frozen=True)
+class RunningMove:
+    """`Ledger.add_running_weighted`'s arguments with the rows they move, in its order: a move
+    applied again, node by node (`Ledger.rebase_running`). Build with `running_move`."""
+
+    jobs: IArray
+    weights: FArray
+    place_node: IArray
+    """Per moved placement row (the jobs on nodes): its node."""
+    req: FArray
+    """Per moved placement row: the weighted request added (rows x resources)."""
+    pad: FArray
+    """Per moved placement row: the weighted score padding added."""
+    dev_index: IArray
+    """Per moved device row: the device."""
+    dev_node: IArray
+    """Per moved device row: its node."""
+    dev_share: FArray
+    """Per moved device row: the weighted share added."""
+
+
+def running_move(p: Problem, jobs: IArray, weights: FArray, on_nodes: BArray) -> RunningMove:
+    """The `RunningMove` of `add_running_weighted(jobs, weights, on_nodes)`."""
+    pack = p.derived(RUNNING_PACK)
+    moved, w = jobs[on_nodes], weights[on_nodes]
+    rows, at = _rows_of(pack.place_start, moved)
+    devs, dev_at = _rows_of(pack.dev_start, moved)
+    index = pack.dev_index[devs]
+    return RunningMove(jobs, weights, pack.place_node[rows], w[at, None] * pack.place_req[rows],
+                       w[at, None] * pack.place_pad[rows], index, p.dev_node[index], w[dev_at] * pack.dev_share[devs])
+
+
 def _add_rows(table: FArray, index: IArray, values: FArray) -> None:
     """`np.add.at(table, index, values)` for a 2-D table and one row index per row of `values`,
     through the flat 1-D form (numpy's fast path): the same additions in the same order."""
@@ -584,6 +616,44 @@ class Ledger:
                 for n in touched.tolist():
                     self._refresh_node(n)
         return nodes
+
+    def rebase_running(self, base: Ledger, nodes: IArray, move: RunningMove) -> None:
+        """Make this ledger what `base.copy()` then `add_running_weighted(*move's arguments)` would
+        give, where it may differ from that only on `nodes` (sorted, distinct) and in quota and
+        uplink traffic: those are taken from `base` and the move's rows on them applied in the same
+        order (the same float operations as the copy and the move, node by node). A trial ledger
+        kept across the round (`KueueEngine`'s priority diagnostic) is brought up to date on the
+        nodes the round changed since, instead of copied and moved again."""
+        p = self.problem
+        pack = p.derived(RUNNING_PACK)
+        self.quota_used[...] = base.quota_used
+        self.uplink_load[...] = base.uplink_load
+        self._add_running_quota(pack, move.jobs, move.weights)
+        if not len(nodes):
+            return
+        for name in ("used", "score_pad", "free_whole", "max_group_free", "max_share_free"):
+            getattr(self, name)[nodes] = getattr(base, name)[nodes]
+        counts = p.node_dev_count[nodes]
+        if counts.sum():
+            ends = np.cumsum(counts)
+            devices = np.repeat(p.node_dev_start[nodes] - (ends - counts), counts) + np.arange(int(ends[-1]))
+            self.dev_used[devices] = base.dev_used[devices]
+        mark = np.zeros(p.n_nodes, dtype=bool)
+        mark[nodes] = True
+        keep = mark[move.place_node]
+        if keep.any():
+            at = move.place_node[keep]
+            _add_rows(self.used, at, move.req[keep])
+            _add_rows(self.score_pad, at, move.pad[keep])
+        keep = mark[move.dev_node]
+        if keep.any():
+            np.add.at(self.dev_used, move.dev_index[keep], move.dev_share[keep])
+            touched = np.unique(move.dev_node[keep])
+            if len(touched) > 16:  # as `add_running_weighted`
+                self._refresh_devices_of(touched)
+            else:
+                for n in touched.tolist():
+                    self._refresh_node(n)
 
     def _add_running_quota(self, pack: RunningPack, jobs: IArray, weights: FArray) -> None:
         """`add_running_weighted`'s quota and uplink traffic of `jobs`."""

@@ -70,9 +70,9 @@ from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, Ledger, PlacedReplica, crossed_domains, flavor_use
+from optsched.ledger import EPS, Ledger, PlacedReplica, RunningMove, crossed_domains, flavor_use, running_move
 from optsched.model.plan import Eviction, Plan, SolverStats
-from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
+from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.solvers import fairpreempt
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.flavors import FlavorAssigner
@@ -109,6 +109,24 @@ class TrialState:
     """The round's cursor (by id) -> its clone for this series."""
     cursor_of: dict[tuple[bool, int, int, str], NodeCursor] = field(default_factory=dict)
     """The clone each (running, job, group, strategy) asked for."""
+
+
+@dataclass
+class KeptTrial:
+    """A trial of the priority diagnostic kept for the next job that releases the same victims
+    (on mixed-cloud-10k 46 distinct sets over 304 diagnostics, a set met again 8 changes of the
+    round later at the median): its ledger is the round's with the victims out as of the round's
+    change-log entry `seen`; `dirty` are the nodes its last placement changed."""
+
+    trial: TrialState
+    move: RunningMove
+    """The victims' move (`ledger.running_move`), applied again where the round changed."""
+    seen: int
+    dirty: set[int] = field(default_factory=set)
+
+
+KEPT_TRIALS = 8
+"""Diagnostic trials kept (the least recently used goes first)."""
 
 SOURCE = ("Kueue ClusterQueue admission (BestEffortFIFO, non-borrowing heads first), cohort borrowing "
           "and classic preemption; kube-scheduler MostAllocated placement.")
@@ -149,6 +167,8 @@ class KueueEngine(GreedyEngine):
         """The round's own ledger and change log (the engine's outside a trial)."""
         self._lendable: dict[int, FArray] = {}
         """Per cohort: what its members may lend per flavor (`_share_with`)."""
+        self._kept: dict[tuple[bytes, bytes], KeptTrial] = {}
+        """Diagnostic trials by victim set (`_kept_trial`), least recently used first."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -778,11 +798,37 @@ class KueueEngine(GreedyEngine):
             return False
         jobs = np.unique(np.array([v.index for v in victims], dtype=np.int64))
         near = running.touching(running.running_table(self.p), self._reachable_nodes(job))[jobs]
-        trial = TrialState(self.ledger.copy(), ChangeLog(self.p.n_nodes))  # used once, then dropped
-        trial.log.extend(trial.ledger.add_running_weighted(jobs, -np.ones(len(jobs)), near))
-        with self._placing_in(trial):
+        kept = self._kept_trial(jobs, near)
+        log = kept.trial.log
+        start = len(log)
+        with self._placing_in(kept.trial):
             att = self.place_job(job)
-            return att.failure is None and self._quota_ok(job, att, allow_borrow=True)
+            ok = att.failure is None and self._quota_ok(job, att, allow_borrow=True)
+        kept.dirty.update(n for n in log.entries[start:] if n >= 0)  # made current again at the next use
+        return ok
+
+    def _kept_trial(self, jobs: IArray, near: BArray) -> KeptTrial:
+        """The kept diagnostic trial releasing `jobs` (on the nodes for `near` ones), made current:
+        a new one (a copy of the round's ledger, the jobs moved), or the one kept for them, its
+        ledger rebased on the nodes the round changed since and those its last placement changed
+        (`Ledger.rebase_running`: the same values as a new copy), logged for its cursor clones."""
+        key = (jobs.tobytes(), near.tobytes())
+        kept = self._kept.pop(key, None)
+        once = -np.ones(len(jobs))
+        if kept is None:
+            trial = TrialState(self.ledger.copy(), ChangeLog(self.p.n_nodes))
+            trial.log.extend(trial.ledger.add_running_weighted(jobs, once, near))
+            kept = KeptTrial(trial, running_move(self.p, jobs, once, near), len(self.changed))
+            if len(self._kept) >= KEPT_TRIALS:
+                del self._kept[next(iter(self._kept))]
+        else:
+            changed = self.changed.changed_since(kept.seen, np.arange(self.p.n_nodes, dtype=np.int64))
+            nodes = np.union1d(changed, np.fromiter(kept.dirty, dtype=np.int64, count=len(kept.dirty)))
+            kept.trial.ledger.rebase_running(self.ledger, nodes, kept.move)
+            kept.trial.log.extend(nodes)
+            kept.seen, kept.dirty = len(self.changed), set()
+        self._kept[key] = kept
+        return kept
 
     def _reachable_nodes(self, job: JobSpec) -> BArray:
         """Nodes a replica of the job may take: each group's eligible nodes, a GPU group's on its

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from optsched.check import check_problem
 from optsched.model import Cluster, Plan, Queue
 from optsched.problem import JobSpec, Problem, compile_problem
-from optsched.solvers import kueue
+from optsched.solvers import kueue, trials
 from tests.strategies import contended_rounds
 
 
@@ -140,30 +140,30 @@ def test_a_kept_diagnostic_trial_is_the_fresh_one(monkeypatch: pytest.MonkeyPatc
     q = generate_queue(c, "mixed", jobs=300, load=2.0, seed=0)
     names = ("used", "score_pad", "dev_used", "uplink_load", "quota_used", "free_whole", "max_group_free",
              "max_share_free")
-    original = kueue.KueueEngine._kept_trial
+    original = trials.KeptTrials.get
     reused: list[int] = []
 
-    def compared(self: kueue.KueueEngine, jobs: Any, near: Any) -> kueue.KeptTrial:
-        again = (jobs.tobytes(), near.tobytes()) in self._kept
-        kept = original(self, jobs, near)
-        fresh = self.ledger.copy()
+    def compared(self: trials.KeptTrials, ledger: Any, log: Any, jobs: Any, near: Any) -> trials.KeptTrial:
+        again = (jobs.tobytes(), near.tobytes()) in self
+        kept = original(self, ledger, log, jobs, near)
+        fresh = ledger.copy()
         fresh.add_running_weighted(jobs, -np.ones(len(jobs)), near)
         for n in names:
             assert np.array_equal(getattr(kept.trial.ledger, n), getattr(fresh, n)), n
         reused.append(int(again))
         return kept
 
-    def always_fresh(self: kueue.KueueEngine, jobs: Any, near: Any) -> kueue.KeptTrial:
-        self._kept.clear()
-        return original(self, jobs, near)
+    def always_fresh(self: trials.KeptTrials, ledger: Any, log: Any, jobs: Any, near: Any) -> trials.KeptTrial:
+        self.clear()
+        return original(self, ledger, log, jobs, near)
 
     with monkeypatch.context() as m:
-        m.setattr(kueue.KueueEngine, "_kept_trial", compared)
+        m.setattr(trials.KeptTrials, "get", compared)
         p = compile_problem(c, q)
         plan = kueue.solve_kueue(p)
     assert sum(reused) >= 10
     assert check_problem(p, plan) == []
     with monkeypatch.context() as m:
-        m.setattr(kueue.KueueEngine, "_kept_trial", always_fresh)
+        m.setattr(trials.KeptTrials, "get", always_fresh)
         fresh_plan = kueue.solve_kueue(compile_problem(c, q))
     assert _decisions(plan) == _decisions(fresh_plan)

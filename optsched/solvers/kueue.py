@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -70,13 +70,14 @@ from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, Ledger, PlacedReplica, RunningMove, crossed_domains, flavor_use, running_move
+from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Eviction, Plan, SolverStats
-from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
+from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.flavors import FlavorAssigner
-from optsched.solvers.greedy import STRATEGIES, Attempt, ChangeLog, GreedyEngine, NodeCursor, to_plan
+from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, NodeCursor, to_plan
+from optsched.solvers.trials import KeptTrials, TrialState
 
 PLACEMENT = "best-fit"
 """The node score the admitted jobs are placed with (kube-scheduler MostAllocated)."""
@@ -92,41 +93,6 @@ NODE_FAILURES = frozenset({"capacity", "topology", "bandwidth", "spread"})
 MAX_CANDIDATES = 256
 """Preemption candidates considered per job, in Kueue's order (the rest are not tried)."""
 
-
-@dataclass
-class TrialState:
-    """A series of trial placements (`KueueEngine._fits_without`, the priority diagnostic) on a
-    copy of the round's ledger: the victims of the trial last run are out of it (`out`), the
-    nodes it changed are logged in its own change log, and the engine's cursors are cloned into
-    it as a trial first asks for them. The round's ledger, change log and cursors never see a
-    trial, so ending the series moves nothing back and re-scores nothing."""
-
-    ledger: Ledger
-    log: ChangeLog
-    out: set[int] = field(default_factory=set)
-    """Running jobs (indices) out of `ledger` for the trial last run."""
-    clones: dict[int, NodeCursor] = field(default_factory=dict)
-    """The round's cursor (by id) -> its clone for this series."""
-    cursor_of: dict[tuple[bool, int, int, str], NodeCursor] = field(default_factory=dict)
-    """The clone each (running, job, group, strategy) asked for."""
-
-
-@dataclass
-class KeptTrial:
-    """A trial of the priority diagnostic kept for the next job that releases the same victims
-    (on mixed-cloud-10k 46 distinct sets over 304 diagnostics, a set met again 8 changes of the
-    round later at the median): its ledger is the round's with the victims out as of the round's
-    change-log entry `seen`; `dirty` are the nodes its last placement changed."""
-
-    trial: TrialState
-    move: RunningMove
-    """The victims' move (`ledger.running_move`), applied again where the round changed."""
-    seen: int
-    dirty: set[int] = field(default_factory=set)
-
-
-KEPT_TRIALS = 8
-"""Diagnostic trials kept (the least recently used goes first)."""
 
 SOURCE = ("Kueue ClusterQueue admission (BestEffortFIFO, non-borrowing heads first), cohort borrowing "
           "and classic preemption; kube-scheduler MostAllocated placement.")
@@ -167,8 +133,8 @@ class KueueEngine(GreedyEngine):
         """The round's own ledger and change log (the engine's outside a trial)."""
         self._lendable: dict[int, FArray] = {}
         """Per cohort: what its members may lend per flavor (`_share_with`)."""
-        self._kept: dict[tuple[bytes, bytes], KeptTrial] = {}
-        """Diagnostic trials by victim set (`_kept_trial`), least recently used first."""
+        self._kept = KeptTrials()
+        """The priority diagnostic's trials, by victim set (`_fits_released`)."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -262,15 +228,8 @@ class KueueEngine(GreedyEngine):
         moves only their differences). Returns the series."""
         series = self._series
         if series is None:
-            series = self._series = TrialState(self.ledger.copy(), ChangeLog(self.p.n_nodes))
-        want = {v.index for v in victims}
-        go, back = sorted(want - series.out), sorted(series.out - want)
-        if go or back:
-            jobs = np.array(go + back, dtype=np.int64)
-            weights = np.array([-1.0] * len(go) + [1.0] * len(back))
-            order = np.argsort(jobs)
-            series.log.extend(series.ledger.add_running_weighted(jobs[order], weights[order]))
-        series.out = want
+            series = self._series = TrialState.of(self.ledger)
+        series.release({v.index for v in victims})
         return series
 
     def _restore(self) -> None:
@@ -798,7 +757,7 @@ class KueueEngine(GreedyEngine):
             return False
         jobs = np.unique(np.array([v.index for v in victims], dtype=np.int64))
         near = running.touching(running.running_table(self.p), self._reachable_nodes(job))[jobs]
-        kept = self._kept_trial(jobs, near)
+        kept = self._kept.get(self.ledger, self.changed, jobs, near)
         log = kept.trial.log
         start = len(log)
         with self._placing_in(kept.trial):
@@ -806,29 +765,6 @@ class KueueEngine(GreedyEngine):
             ok = att.failure is None and self._quota_ok(job, att, allow_borrow=True)
         kept.dirty.update(n for n in log.entries[start:] if n >= 0)  # made current again at the next use
         return ok
-
-    def _kept_trial(self, jobs: IArray, near: BArray) -> KeptTrial:
-        """The kept diagnostic trial releasing `jobs` (on the nodes for `near` ones), made current:
-        a new one (a copy of the round's ledger, the jobs moved), or the one kept for them, its
-        ledger rebased on the nodes the round changed since and those its last placement changed
-        (`Ledger.rebase_running`: the same values as a new copy), logged for its cursor clones."""
-        key = (jobs.tobytes(), near.tobytes())
-        kept = self._kept.pop(key, None)
-        once = -np.ones(len(jobs))
-        if kept is None:
-            trial = TrialState(self.ledger.copy(), ChangeLog(self.p.n_nodes))
-            trial.log.extend(trial.ledger.add_running_weighted(jobs, once, near))
-            kept = KeptTrial(trial, running_move(self.p, jobs, once, near), len(self.changed))
-            if len(self._kept) >= KEPT_TRIALS:
-                del self._kept[next(iter(self._kept))]
-        else:
-            changed = self.changed.changed_since(kept.seen, np.arange(self.p.n_nodes, dtype=np.int64))
-            nodes = np.union1d(changed, np.fromiter(kept.dirty, dtype=np.int64, count=len(kept.dirty)))
-            kept.trial.ledger.rebase_running(self.ledger, nodes, kept.move)
-            kept.trial.log.extend(nodes)
-            kept.seen, kept.dirty = len(self.changed), set()
-        self._kept[key] = kept
-        return kept
 
     def _reachable_nodes(self, job: JobSpec) -> BArray:
         """Nodes a replica of the job may take: each group's eligible nodes, a GPU group's on its

@@ -12,11 +12,11 @@ build (`optsched.budget.EXACT_BOUND_SHARE`), or when asked (`exact=True`), HiGHS
 to go), and the tighter of the two is returned. The domain model's LP (`optsched.domain.model`,
 docs/formulation.md "Why it bounds every valid plan": who may preempt whom per Kueue's static
 rules, the reclaim order, quota on final usage, required topology, per-node fit of each shape) is
-solved too where time is left and taken where it is tighter (1% tighter on mixed-cloud-10k, where
-the aggregate LP lets every evictable job go for anyone). The aggregate and round-model bounds
-hold for plans on existing nodes: a plan that provisions nodes (`karpenter`, or `cpsat`/`milp`
-where pools are provisionable) may admit more; the domain model counts provisioning slots, so its
-bound holds for those too.
+solved too where time is left and taken where it is tighter (on mixed-cloud-10k seed 0, 11,642
+against the aggregate's 11,729, one-off: the aggregate LP lets every evictable job go for anyone).
+The aggregate and round-model bounds hold for plans on existing nodes: a plan that provisions
+nodes (`karpenter`, or `cpsat`/`milp` where pools are provisionable) may admit more; the domain
+model counts provisioning slots, so its bound holds for those too.
 """
 
 from __future__ import annotations

@@ -357,10 +357,10 @@ class RunningMove:
     """Per moved device row: the weighted share added."""
 
 
-def running_move(p: Problem, jobs: IArray, weights: FArray, on_nodes: BArray) -> RunningMove:
+def running_move(p: Problem, jobs: IArray, weights: FArray, on_nodes: BArray | None = None) -> RunningMove:
     """The `RunningMove` of `add_running_weighted(jobs, weights, on_nodes)`."""
     pack = p.derived(RUNNING_PACK)
-    moved, w = jobs[on_nodes], weights[on_nodes]
+    moved, w = (jobs, weights) if on_nodes is None else (jobs[on_nodes], weights[on_nodes])
     rows, at = _rows_of(pack.place_start, moved)
     devs, dev_at = _rows_of(pack.dev_start, moved)
     index = pack.dev_index[devs]
@@ -379,6 +379,14 @@ def _add_rows(table: FArray, index: IArray, values: FArray) -> None:
     np.add.at(table.reshape(-1), flat, values.ravel())
 
 
+def _ranges(first: IArray, counts: IArray) -> tuple[IArray, IArray]:
+    """The index ranges [first[i], first[i] + counts[i]) one after the other, and where each
+    range starts in the result (a job's rows in a packed table, a node's devices)."""
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    return np.repeat(first - starts, counts) + np.arange(int(ends[-1]) if len(ends) else 0), starts
+
+
 def _rows_of(start: IArray, jobs: IArray) -> tuple[IArray, IArray]:
     """The rows of `jobs` (sorted, distinct running indices) in a table whose job k has rows
     [start[k], start[k + 1]), in row order, and each row's position in `jobs`."""
@@ -386,9 +394,7 @@ def _rows_of(start: IArray, jobs: IArray) -> tuple[IArray, IArray]:
         first, stop = int(start[jobs[0]]), int(start[jobs[0] + 1])
         return np.arange(first, stop), np.zeros(stop - first, dtype=np.int64)
     counts = start[jobs + 1] - start[jobs]
-    total = int(counts.sum())
-    ends = np.cumsum(counts)
-    rows = np.repeat(start[jobs] - (ends - counts), counts) + np.arange(total)
+    rows, _ = _ranges(start[jobs], counts)
     return rows, np.repeat(np.arange(len(jobs)), counts)
 
 
@@ -469,9 +475,7 @@ class Ledger:
         if not len(nodes):
             return
         counts = p.node_dev_count[nodes]
-        ends = np.cumsum(counts)
-        starts = ends - counts
-        idx = np.repeat(p.node_dev_start[nodes] - starts, counts) + np.arange(int(ends[-1]))
+        idx, starts = _ranges(p.node_dev_start[nodes], counts)
         free = p.dev_healthy[idx] & (self.dev_used[idx] <= EPS)
         self.free_whole[nodes] = np.add.reduceat(free.astype(np.int64), starts)
         groups = p.dev_group[idx]
@@ -593,29 +597,10 @@ class Ledger:
         p = self.problem
         if not len(jobs):
             return np.zeros(0, dtype=np.int64)
-        pack = p.derived(RUNNING_PACK)
-        self._add_running_quota(pack, jobs, weights)
-        if on_nodes is not None:
-            jobs, weights = jobs[on_nodes], weights[on_nodes]
-            if not len(jobs):
-                return np.zeros(0, dtype=np.int64)
-        rows, at = _rows_of(pack.place_start, jobs)
-        nodes = pack.place_node[rows]
-        _add_rows(self.used, nodes, weights[at, None] * pack.place_req[rows])
-        _add_rows(self.score_pad, nodes, weights[at, None] * pack.place_pad[rows])
-        devs, dev_at = _rows_of(pack.dev_start, jobs)
-        if len(devs):
-            index = pack.dev_index[devs]
-            np.add.at(self.dev_used, index, weights[dev_at] * pack.dev_share[devs])
-            mark = np.zeros(p.n_nodes, dtype=bool)
-            mark[p.dev_node[index]] = True
-            touched = np.flatnonzero(mark)
-            if len(touched) > 16:  # one vectorised pass beats many per-node refreshes
-                self._refresh_devices_of(touched)
-            else:
-                for n in touched.tolist():
-                    self._refresh_node(n)
-        return nodes
+        move = running_move(p, jobs, weights, on_nodes)
+        self._add_running_quota(p.derived(RUNNING_PACK), jobs, weights)
+        self._apply_rows(move, None)
+        return move.place_node
 
     def rebase_running(self, base: Ledger, nodes: IArray, move: RunningMove) -> None:
         """Make this ledger what `base.copy()` then `add_running_weighted(*move's arguments)` would
@@ -633,27 +618,34 @@ class Ledger:
             return
         for name in ("used", "score_pad", "free_whole", "max_group_free", "max_share_free"):
             getattr(self, name)[nodes] = getattr(base, name)[nodes]
-        counts = p.node_dev_count[nodes]
-        if counts.sum():
-            ends = np.cumsum(counts)
-            devices = np.repeat(p.node_dev_start[nodes] - (ends - counts), counts) + np.arange(int(ends[-1]))
-            self.dev_used[devices] = base.dev_used[devices]
+        devices, _ = _ranges(p.node_dev_start[nodes], p.node_dev_count[nodes])
+        self.dev_used[devices] = base.dev_used[devices]
         mark = np.zeros(p.n_nodes, dtype=bool)
         mark[nodes] = True
-        keep = mark[move.place_node]
-        if keep.any():
-            at = move.place_node[keep]
-            _add_rows(self.used, at, move.req[keep])
-            _add_rows(self.score_pad, at, move.pad[keep])
-        keep = mark[move.dev_node]
-        if keep.any():
-            np.add.at(self.dev_used, move.dev_index[keep], move.dev_share[keep])
-            touched = np.unique(move.dev_node[keep])
-            if len(touched) > 16:  # as `add_running_weighted`
-                self._refresh_devices_of(touched)
-            else:
-                for n in touched.tolist():
-                    self._refresh_node(n)
+        self._apply_rows(move, mark)
+
+    def _apply_rows(self, move: RunningMove, on: BArray | None) -> None:
+        """A move's node usage (resources, devices; the rows on the nodes `on` marks, or all), in
+        its order, device summaries refreshed once per touched node."""
+        place_node, req, pad = move.place_node, move.req, move.pad
+        dev_index, dev_node, dev_share = move.dev_index, move.dev_node, move.dev_share
+        if on is not None:
+            keep = on[place_node]
+            place_node, req, pad = place_node[keep], req[keep], pad[keep]
+            keep = on[dev_node]
+            dev_index, dev_node, dev_share = dev_index[keep], dev_node[keep], dev_share[keep]
+        if len(place_node):
+            _add_rows(self.used, place_node, req)
+            _add_rows(self.score_pad, place_node, pad)
+        if not len(dev_index):
+            return
+        np.add.at(self.dev_used, dev_index, dev_share)
+        touched = np.unique(dev_node)
+        if len(touched) > 16:  # one vectorised pass beats many per-node refreshes
+            self._refresh_devices_of(touched)
+        else:
+            for n in touched.tolist():
+                self._refresh_node(n)
 
     def _add_running_quota(self, pack: RunningPack, jobs: IArray, weights: FArray) -> None:
         """`add_running_weighted`'s quota and uplink traffic of `jobs`."""

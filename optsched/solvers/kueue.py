@@ -237,14 +237,19 @@ class KueueEngine(GreedyEngine):
         self._series = None
 
     @contextmanager
-    def _placing_in(self, trial: TrialState) -> Iterator[None]:
-        """Run a trial placement on `trial`'s ledger and change log (and its cursor clones)."""
-        ledger, log = self.ledger, self.changed
-        self.ledger, self.changed, self._inside = trial.ledger, trial.log, trial
+    def _placing_in(self, trial: TrialState | None) -> Iterator[None]:
+        """Run a trial placement on `trial`'s ledger and change log (and its cursor clones); with
+        None, on the round's own (from inside a trial), the engine's state restored after."""
+        saved = self.ledger, self.changed, self._inside
+        if trial is None:
+            self.ledger, self.changed = self._round_ledger, self._round_log
+        else:
+            self.ledger, self.changed = trial.ledger, trial.log
+        self._inside = trial
         try:
             yield
         finally:
-            self.ledger, self.changed, self._inside = ledger, log, None
+            self.ledger, self.changed, self._inside = saved
 
     def shape_cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
         """The round's cursor for the group's shape; inside a trial, its clone for the trial (the
@@ -256,13 +261,9 @@ class KueueEngine(GreedyEngine):
         mine = (job.running, job.index, group.index, self.s.name)
         got = trial.cursor_of.get(mine)
         if got is None:
-            ledger, log = self.ledger, self.changed
-            self.ledger, self.changed, self._inside = self._round_ledger, self._round_log, None
-            try:
+            with self._placing_in(None):
                 main = super().shape_cursor(job, group)
                 main.sync()
-            finally:
-                self.ledger, self.changed, self._inside = ledger, log, trial
             got = trial.clones.get(id(main))
             if got is None:
                 got = trial.clones[id(main)] = main.clone(seen=0)
@@ -357,7 +358,7 @@ class KueueEngine(GreedyEngine):
         job (checked before it, it spares the release and the placement)."""
         if not self._quota_guarded(job, allow_borrow):
             return False
-        used = self._settled_quota(job.tenant) - self._quota_of(job.tenant, [v.index for v in victims])
+        used = self.ledger.quota_used[job.tenant] - self._quota_of(job.tenant, [v.index for v in victims])
         return bool(self._quota_refuses(job, used[None, :], allow_borrow)[0])
 
     def _first_quota_prefix(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> int:
@@ -369,7 +370,7 @@ class KueueEngine(GreedyEngine):
         rt = running.running_table(self.p)
         index = np.array([v.index for v in cands], dtype=np.int64)
         mine = (rt.tenant[index] == job.tenant)[:, None] * rt.held[index]
-        used = self._settled_quota(job.tenant) - np.cumsum(mine, axis=0)
+        used = self.ledger.quota_used[job.tenant] - np.cumsum(mine, axis=0)
         refused = self._quota_refuses(job, used, allow_borrow)
         return 1 + int(np.argmin(refused)) if not refused.all() else len(cands) + 1
 
@@ -388,11 +389,6 @@ class KueueEngine(GreedyEngine):
         if not allow_borrow:
             refused |= np.any((least > 0) & over, axis=1)
         return refused
-
-    def _settled_quota(self, tenant: int) -> FArray:
-        """The tenant's quota usage per flavor on the round's ledger (a copy; trials run on theirs)."""
-        out: FArray = self.ledger.quota_used[tenant].copy()
-        return out
 
     def _quota_of(self, tenant: int, jobs: list[int]) -> FArray:
         """Quota per flavor that the running jobs `jobs` (indices) of `tenant` hold (the others' is not counted)."""
@@ -746,11 +742,11 @@ class KueueEngine(GreedyEngine):
 
     def _fits_released(self, job: JobSpec, victims: list[JobSpec]) -> bool:
         """Whether the job fits, borrowing allowed, with `victims` out of the ledger:
-        `_fits_without`'s trial for a one-off victim set, on a copy of the ledger used once, not
-        remembered. The victims that sit on none of the nodes the job may take
-        (`_reachable_nodes`) leave only quota and uplink traffic, the part of the ledger such a
-        placement reads of them (the priority diagnostic releases every preemptible job of its
-        tenant and of borrowing ones: about 40% of their placements sit elsewhere on
+        `_fits_without`'s trial for the priority diagnostic, its outcome not remembered, on the
+        trial kept for this victim set (`trials.KeptTrials`). The victims that sit on none of the
+        nodes the job may take (`_reachable_nodes`) leave only quota and uplink traffic, the part
+        of the ledger such a placement reads of them (the diagnostic releases every preemptible
+        job of its tenant and of borrowing ones: about 40% of their placements sit elsewhere on
         mixed-cloud-10k)."""
         clock.charge(clock.TRIAL_S)  # the work clock's measure of a trial (deterministic mode)
         if self._quota_rules_out(job, victims, allow_borrow=True):
@@ -758,13 +754,9 @@ class KueueEngine(GreedyEngine):
         jobs = np.unique(np.array([v.index for v in victims], dtype=np.int64))
         near = running.touching(running.running_table(self.p), self._reachable_nodes(job))[jobs]
         kept = self._kept.get(self.ledger, self.changed, jobs, near)
-        log = kept.trial.log
-        start = len(log)
-        with self._placing_in(kept.trial):
+        with kept.placing(), self._placing_in(kept.trial):
             att = self.place_job(job)
-            ok = att.failure is None and self._quota_ok(job, att, allow_borrow=True)
-        kept.dirty.update(n for n in log.entries[start:] if n >= 0)  # made current again at the next use
-        return ok
+            return att.failure is None and self._quota_ok(job, att, allow_borrow=True)
 
     def _reachable_nodes(self, job: JobSpec) -> BArray:
         """Nodes a replica of the job may take: each group's eligible nodes, a GPU group's on its

@@ -10,6 +10,8 @@ date on the nodes the round changed since, instead of copied and moved again.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,6 +65,15 @@ class KeptTrial:
     """The victims' move (`ledger.running_move`), applied again where the round changed."""
     seen: int
     dirty: set[int] = field(default_factory=set)
+
+    @contextmanager
+    def placing(self) -> Iterator[None]:
+        """Around a placement on the trial (not rolled back): the nodes it changes become dirty."""
+        start = len(self.trial.log)
+        try:
+            yield
+        finally:
+            self.dirty.update(n for n in self.trial.log.entries[start:] if n >= 0)
 
 
 KEPT_TRIALS = 8

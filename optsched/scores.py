@@ -220,3 +220,11 @@ SCALAR_SCORERS: dict[Scorer, ScalarScorer] = {
 }
 """The one-node form of the scores that have one (tests/test_scores.py: equal to the vectorised
 score, float for float, on random usage)."""
+
+MONOTONE_SCORERS: frozenset[Scorer] = frozenset({
+    score_first, score_most_allocated, score_binpack, score_tightest, score_image_best_fit})
+"""The scores that never fall on a node when a replica is added to it (fuller is better, or all
+equal): after a placement, the node just used is still the best while the next replica of the
+same shape fits there, so the greedy engine places it there without a pass over the other nodes
+(tests/test_scores.py: never lower, float for float, on random usage). Least-allocated and
+Tetris's alignment prefer emptier nodes and are not among them."""

@@ -13,7 +13,7 @@ from optsched.check import check_problem
 from optsched.metrics import evaluate_problem
 from optsched.model import Cluster, Queue
 from optsched.problem import compile_problem
-from optsched.solvers.greedy import STRATEGIES, ChangeLog, solve_greedy
+from optsched.solvers.greedy import STRATEGIES, ChangeLog, GreedyEngine, solve_greedy
 from tests.strategies import busy_rounds, rounds
 
 NAMES = sorted(STRATEGIES)
@@ -38,6 +38,22 @@ def test_every_baseline_plan_passes_check(data: tuple[Cluster, Queue]) -> None:
 @given(data=busy_rounds())
 def test_every_baseline_plan_passes_check_on_busy_clusters(data: tuple[Cluster, Queue]) -> None:
     _assert_every_baseline_valid(*data)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=busy_rounds())
+def test_the_node_just_used_is_taken_again_only_where_a_full_search_takes_it(data: tuple[Cluster, Queue]) -> None:
+    """The engine places the next replica of a shape on the node it just used without a search
+    (`GreedyEngine._repeat_node`, monotone scores only): every strategy's plan equals its plan
+    with a full search for every replica."""
+    p = compile_problem(*data)
+    fast = {name: solve_greedy(p, name) for name in NAMES}
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(GreedyEngine, "_repeat_node", lambda self, cursor, group: -1)
+        for name in NAMES:
+            searched = solve_greedy(p, name)
+            assert searched.placements == fast[name].placements, name
+            assert searched.deferred == fast[name].deferred, name
 
 
 def _assert_every_baseline_valid(cluster: Cluster, queue: Queue) -> None:

@@ -7,11 +7,14 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 
+from optsched.concerns.devices import pick
 from optsched.ledger import Ledger
 from optsched.model import Cluster, Queue
 from optsched.problem import GroupSpec, Problem, compile_problem
 from optsched.scores import (
+    MONOTONE_SCORERS,
     SCALAR_SCORERS,
+    Scorer,
     score_binpack,
     score_least_allocated,
     score_most_allocated,
@@ -100,3 +103,34 @@ def test_one_node_scores_equal_on_a_reference_cluster_mid_round() -> None:
             for vectorised, one in SCALAR_SCORERS.items():
                 assert [one(p, engine.ledger, group, n) for n in nodes.tolist()] == \
                     vectorised(p, engine.ledger, group, nodes).tolist()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=busy_rounds())
+def test_monotone_scores_never_fall_when_a_replica_is_added(data: tuple[Cluster, Queue]) -> None:
+    """`MONOTONE_SCORERS`: on every node where a replica fits, adding it never lowers the node's
+    score for a replica of the same shape (float for float); least-allocated, not among them,
+    does fall (the check can fail)."""
+    p = compile_problem(*data)
+    fell: dict[Scorer, int] = {}
+    rose = 0  # additions after which most-allocated rose: least-allocated falls there
+    for ledger, _ in _used_ledgers(p):
+        for job in p.jobs:
+            for group in job.groups:
+                for node in np.flatnonzero(ledger.fits_at(group, np.arange(p.n_nodes))).tolist():
+                    got = pick(p, ledger, node, group, "best")
+                    if got is None:
+                        continue
+                    here = np.array([node])
+                    scorers = (*MONOTONE_SCORERS, score_least_allocated)
+                    before = {s: float(s(p, ledger, group, here)[0]) for s in scorers}
+                    ledger.add(job, group, node, *got)
+                    after = {s: float(s(p, ledger, group, here)[0]) for s in before}
+                    ledger.add(job, group, node, *got, sign=-1.0)
+                    rose += int(after[score_most_allocated] > before[score_most_allocated])
+                    for s in before:
+                        if after[s] < before[s]:
+                            fell[s] = fell.get(s, 0) + 1
+    assert not set(fell) & MONOTONE_SCORERS
+    if rose:
+        assert fell.get(score_least_allocated, 0) > 0

@@ -30,6 +30,7 @@ from optsched.ledger import EPS, Ledger, PlacedReplica, crossed_domains
 from optsched.model.plan import Deferred, Placement, Plan, SolverStats
 from optsched.problem import BArray, Derived, FArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.scores import (
+    MONOTONE_SCORERS,
     SCALAR_SCORERS,
     Scorer,
     score_alignment,
@@ -301,6 +302,10 @@ class GreedyEngine:
         """The nodes whose usage changed, in order (cursors re-score what they have not seen)."""
         self._totals: FArray | None = None
         """Cluster totals per resource and GPUs (real nodes), the DRF denominators."""
+        self._last: tuple[NodeCursor, Ledger, ChangeLog, int, int] | None = None
+        """The last replica placed without a mask: (its cursor, ledger, log, the log's length after
+        it, its node). While nothing else changed and the score is monotone, that node is still its
+        cursor's best wherever the next replica of the shape fits (`_repeat_node`)."""
 
     # ------------------------------------------------------------------ one replica
     def shape_cursor(self, job: JobSpec, group: GroupSpec) -> NodeCursor:
@@ -359,19 +364,43 @@ class GreedyEngine:
                     cursor.domain_positions(job, group, level)]
                 if not allowed.any():
                     return None, "spread"
+        unmasked = allowed is None and hidden is None
+        repeat = self._repeat_node(cursor, group) if unmasked else -1
+        self._last = None
         for _ in range(8):  # the device check is exact; a node that passed the mask rarely fails it
-            node = cursor.best(allowed, hidden)
+            node = repeat if repeat >= 0 else cursor.best(allowed, hidden)
             if node < 0:
                 break
             got = pick(p, ledger, node, group, self.s.device_policy)
             if got is None:
+                if repeat >= 0:
+                    cursor.sync()  # as if `best` had chosen it: its score current, then dropped
+                    repeat = -1
                 cursor.drop(node)
                 continue
             devs, share = got
             ledger.add(job, group, node, devs, share)
             self.changed.append(node)
+            if unmasked:
+                self._last = (cursor, ledger, self.changed, len(self.changed), node)
             return PlacedReplica(group.index, replica, node, devs, share, elastic), ""
         return None, "capacity"
+
+    def _repeat_node(self, cursor: NodeCursor, group: GroupSpec) -> int:
+        """The node `cursor.best()` would choose for a replica of `group`, known without a pass
+        over the cursor's nodes, or -1 when it is not known. It is known when the last replica
+        the engine placed (without a mask) was placed with this cursor, on this ledger and log,
+        and nothing changed since: every other node's fit and score are as when that node was
+        best, its own score has not fallen (`MONOTONE_SCORERS`), so while the replica fits it
+        is still the best (ties: a lower node had a lower score). The cursor is not synced: the
+        log keeps the node for its next `best`."""
+        last = self._last
+        if last is None or self.s.score not in MONOTONE_SCORERS:
+            return -1
+        last_cursor, ledger, log, length, node = last
+        if last_cursor is not cursor or ledger is not self.ledger or log is not self.changed or len(log) != length:
+            return -1
+        return node if ledger.fits_one(group, node) else -1
 
     def rollback(self, job: JobSpec, placed: list[PlacedReplica]) -> None:
         """Take the replicas `placed` of `job` off the ledger again (and empty the list)."""

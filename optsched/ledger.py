@@ -91,6 +91,12 @@ NODE_DEVICE_LISTS: Derived[list[tuple[int, list[bool], list[int]]]] = Derived("l
 Python lists: what the per-replica device code reads node by node (a numpy slice and `tolist` per
 call cost more than the work on a node's few devices)."""
 
+NODE_ONE_GROUP: Derived[list[bool]] = Derived(
+    "ledger.node_one_group",
+    lambda p: [bool(h) and all(h) and len(set(g)) == 1 for _, h, g in p.derived(NODE_DEVICE_LISTS)])
+"""Per node: whether it has devices, all healthy, in one interconnect group (most GPU servers):
+its free devices are its free group's, which the per-replica device code counts without grouping."""
+
 
 def flavor_class(p: Problem) -> IArray:
     """Per node, a class id shared by the nodes every flavor counts alike (the same column of
@@ -496,6 +502,12 @@ class Ledger:
             return
         # one node's few devices: plain Python (numpy's per-call cost dominated this in profiles)
         used = self.dev_used[a:a + k].tolist()
+        if p.derived(NODE_ONE_GROUP)[n]:  # the loop below with one group, all healthy
+            free = len([u for u in used if u <= EPS])
+            self.free_whole[n] = free
+            self.max_group_free[n] = free
+            self.max_share_free[n] = 1.0 - min(used)  # the largest 1.0 - u: subtraction keeps the order
+            return
         per_group = dict.fromkeys(groups, 0)
         share = -np.inf  # one pass: free devices per group and the largest free share
         for h, u, g in zip(healthy, used, groups, strict=True):

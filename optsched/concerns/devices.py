@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from optsched.concerns.base import Violation
-from optsched.ledger import EPS, NODE_DEVICE_LISTS, Ledger
+from optsched.ledger import EPS, NODE_DEVICE_LISTS, NODE_ONE_GROUP, Ledger
 from optsched.problem import GroupSpec, Problem
 from optsched.view import PlanView
 
@@ -57,16 +57,21 @@ def pick(p: Problem, ledger: Ledger, node: int, group: GroupSpec,
     a, healthy, groups = p.derived(NODE_DEVICE_LISTS)[node]
     # one node's few devices: plain Python (numpy's per-call cost dominated this in profiles)
     used = ledger.dev_used[a:a + len(healthy)].tolist()
+    one = p.derived(NODE_ONE_GROUP)[node]  # all healthy, one group: no health to test, nothing to group
     if group.share:
-        ok = [i for i, (h, u) in enumerate(zip(healthy, used, strict=True)) if h and u + group.share <= 1.0 + EPS]
+        ok = [i for i, u in enumerate(used) if u + group.share <= 1.0 + EPS] if one else \
+            [i for i, (h, u) in enumerate(zip(healthy, used, strict=True)) if h and u + group.share <= 1.0 + EPS]
         if not ok:
             return None
         i = max(ok, key=lambda i: (used[i], -i)) if policy == "best" else ok[0]
         return (a + i,), group.share
     k = group.whole
-    free = [i for i, (h, u) in enumerate(zip(healthy, used, strict=True)) if h and u <= EPS]
+    free = [i for i, u in enumerate(used) if u <= EPS] if one else \
+        [i for i, (h, u) in enumerate(zip(healthy, used, strict=True)) if h and u <= EPS]
     if len(free) < k:
         return None
+    if one:  # the one group holds the request (k <= its free devices): its lowest free devices, as below
+        return tuple(a + i for i in free[:k]), 1.0
     if group.affinity == "required" and k > p.node_max_group[node]:
         chosen = _whole_groups(p, ledger, node, k)
         return (chosen, 1.0) if chosen is not None else None

@@ -167,3 +167,56 @@ def test_a_kept_diagnostic_trial_is_the_fresh_one(monkeypatch: pytest.MonkeyPatc
         m.setattr(trials.KeptTrials, "get", always_fresh)
         fresh_plan = kueue.solve_kueue(compile_problem(c, q))
     assert _decisions(plan) == _decisions(fresh_plan)
+
+
+def _reclaim_round() -> tuple[Cluster, Queue]:
+    """Tenant b (nominal 16 GPUs) runs x1, x2, x3 (8 GPUs each, preemptible) on the three z1 nodes:
+    it borrows 8. a1 (tenant a, within its nominal 8) reclaims x1 for its node; b1 (b's own) is
+    admitted on a z2 node, so b borrows again in the engine's usage; d1 (tenant d, nominal 0,
+    borrow_within_cohort lower_priority) then finds x2 a valid candidate. Together the two reclaims
+    break the validator's reclaim order (b's usage before the round, 24, less 8 reclaimed, is not
+    above its nominal 16 for the other): only judging x1's reclaim again refuses x2's."""
+    def node(i: int, zone: str) -> dict[str, Any]:
+        return {"id": f"n{i}", "domain": "s", "labels": {"zone": zone}, "capacity": {"cpu": 64000, "memory": 262144},
+                "devices": {"model": "G", "count": 8}}
+
+    def job(jid: str, tenant: str, priority: int, zone: str, submitted: int = 0) -> dict[str, Any]:
+        return {"id": jid, "tenant": tenant, "priority": priority, "submitted_at": submitted,
+                "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"gpu": 8, "cpu": 1000},
+                            "node_selector": {"zone": zone}}]}
+
+    policy = {"within_tenant": "lower_priority", "reclaim_within_cohort": "lower_priority",
+              "borrow_within_cohort": {"policy": "lower_priority"}}
+    running = [{"job": {**job(f"x{k}", "b", 10, "z1"), "preemptible": True}, "started_at": 0,
+                "placements": [{"group": "w", "replica": 0, "node": f"n{k}", "devices": list(range(8))}]}
+               for k in (1, 2, 3)]
+    cluster = Cluster.model_validate({
+        "topology": {"levels": ["spine"], "domains": [{"id": "s", "level": "spine"}]},
+        "device_models": {"G": {}},
+        "nodes": [node(1, "z1"), node(2, "z1"), node(3, "z1"), node(4, "z2"), node(5, "z2")],
+        "tenants": [{"name": "a", "cohort": "org", "quotas": {"G": {"nominal": 8}}, "preemption": policy},
+                    {"name": "b", "cohort": "org", "quotas": {"G": {"nominal": 16}}, "preemption": policy},
+                    {"name": "c", "cohort": "org", "quotas": {"G": {"nominal": 16}}},
+                    {"name": "d", "cohort": "org", "quotas": {"G": {"nominal": 0}}, "preemption": policy}],
+        "running": running})
+    queue = Queue.model_validate({"now": 100, "jobs": [job("a1", "a", 100, "z1", 1), job("d1", "d", 150, "z1", 2),
+                                                       job("b1", "b", 200, "z2", 3)]})
+    return cluster, queue
+
+
+def test_a_reclaim_that_makes_an_earlier_one_illegal_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_rejudged` judges the earlier reclaims of the tenant a step reclaims from again: here the
+    second reclaim is refused and the plan is valid; judging the step's own eviction alone admits
+    d1 and the plan breaks the reclaim order (the case the precheck exists for)."""
+    c, q = _reclaim_round()
+    p = compile_problem(c, q)
+    plan = kueue.solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert [(e.job, e.by) for e in plan.evictions] == [("x1", "a1")]
+    assert {x.job for x in plan.placements} == {"a1", "b1"}
+    assert [d.job for d in plan.deferred] == ["d1"]
+    with monkeypatch.context() as m:
+        m.setattr(kueue.KueueEngine, "_rejudged", lambda self, evs, new: evs[len(evs) - new:])
+        blind = kueue.solve_kueue(compile_problem(c, q))
+    assert [(e.job, e.by) for e in blind.evictions] == [("x1", "a1"), ("x2", "d1")]
+    assert any("does not borrow" in str(v) for v in check_problem(p, blind))

@@ -153,17 +153,28 @@ def lost_work_bound(cluster: Cluster, queue: Queue, *, admitted_value_at_least: 
     LP with that value as a row, minimising lost work; docs/formulation.md, "What a value target
     costs in lost work"). With 0.97 x the value of a plan you have, it is what any plan within 3%
     of the optimum must disrupt; it holds for plans that provision nodes too."""
-    time_limit = require_time_limit(time_limit)
-    floor = admitted_value_at_least
+    floor = _value_floor(admitted_value_at_least)
+    return lost_work_bound_problem(compile_problem(cluster, queue), floor, time_limit)
+
+
+def _value_floor(floor: object) -> float:
+    """`admitted_value_at_least` checked at the door: a finite number >= 0."""
     if isinstance(floor, bool) or not isinstance(floor, int | float) or not math.isfinite(floor) or floor < 0:
         raise InputError([InputIssue("admitted_value_at_least", "out_of_range",
                                      f"{floor!r}: an admitted value is a finite number >= 0")])
-    p = compile_problem(cluster, queue)
+    return float(floor)
+
+
+def lost_work_bound_problem(p: Problem, admitted_value_at_least: float, time_limit: float = 10.0) -> LostWorkBound:
+    """`lost_work_bound` on a compiled problem (`optsched evaluate --bound` asks it at the plan's
+    own admitted value: how far the plan's disruption is from the least its value allows)."""
+    floor = _value_floor(admitted_value_at_least)
+    time_limit = require_time_limit(time_limit)
     start = clock.now()
     from optsched.domain.model import build_model, lost_bound  # lazy: SciPy's HiGHS
 
     m = build_model(p)
-    got = lost_bound(m, float(floor), max(start + time_limit - clock.now(), 1e-3))
+    got = lost_bound(m, floor, max(start + time_limit - clock.now(), 1e-3))
     status = "optimal"
     if not m.bound_valid:
         status = "not claimed"
@@ -171,5 +182,5 @@ def lost_work_bound(cluster: Cluster, queue: Queue, *, admitted_value_at_least: 
         status = "not solved in time"
     elif math.isinf(got):
         status, got = "unreachable", None
-    return LostWorkBound(admitted_value_at_least=float(floor), value=got, status=status,
+    return LostWorkBound(admitted_value_at_least=floor, value=got, status=status,
                          seconds=clock.now() - start)

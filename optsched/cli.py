@@ -175,12 +175,14 @@ def check(cluster: ClusterArg, queue: Path, plan: Path,
 def evaluate(cluster: ClusterArg, queue: Path, plan: Path,
              as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
              with_bound: Annotated[bool, typer.Option("--bound", help="also an upper bound on admitted value (the "
-                                                                        "LP, or the round model's when cheap) and the "
-                                                                        "plan's gap to it")] = False,
+                                                                        "LP, or the round model's when cheap), the "
+                                                                        "plan's gap to it, and the least disruption "
+                                                                        "of any plan admitting as much")] = False,
              by_tenant: Annotated[bool, typer.Option("--by-tenant", help="also the $/h charged to each tenant "
                                                                           "per pool (chargeback)")] = False,
              ) -> None:
-    """Print every objective term of a plan (with --bound: how far it is from optimal at most)."""
+    """Print every objective term of a plan (with --bound: how far it is from optimal at most, and
+    the least work any plan admitting as much value must lose: `disruption_floor`, GPU-h)."""
     from optsched.metrics import chargeback_problem, evaluate_problem
     from optsched.model import load_plan, load_queue
     from optsched.problem import compile_problem
@@ -190,9 +192,10 @@ def evaluate(cluster: ClusterArg, queue: Path, plan: Path,
         q = load_queue(queue, c)
         p = compile_problem(c, q, validate=False)
         m = evaluate_problem(p, load_plan(plan))
-        from optsched.bound import bound_problem  # SciPy's LP, HiGHS: only when asked for
+        from optsched.bound import bound_problem, lost_work_bound_problem  # SciPy's LP, HiGHS: only when asked for
 
         b = bound_problem(p) if with_bound else None
+        floor = lost_work_bound_problem(p, m.admitted_value) if with_bound else None
         bill = chargeback_problem(p, load_plan(plan)) if by_tenant else None
     except InputError as exc:
         _fail_input(exc)
@@ -201,6 +204,8 @@ def evaluate(cluster: ClusterArg, queue: Path, plan: Path,
     if b is not None:
         extra = {"bound_admitted_value": b.value, "gap": b.gap(m.admitted_value), "bound_seconds": b.seconds,
                  "bound_method": b.method}
+    if floor is not None:  # the disruption term's side: what admitting this much costs at least
+        extra |= {"disruption_floor": floor.value, "disruption_floor_status": floor.status}
     if as_json:
         sys.stdout.write(json.dumps({**m.model_dump(), **extra, **({"chargeback": bill} if bill is not None else {})},
                                     indent=1) + "\n")

@@ -503,9 +503,9 @@ class Ledger:
         # one node's few devices: plain Python (numpy's per-call cost dominated this in profiles)
         used = self.dev_used[a:a + k].tolist()
         if p.derived(NODE_ONE_GROUP)[n]:  # the loop below with one group, all healthy
-            free = len([u for u in used if u <= EPS])
-            self.free_whole[n] = free
-            self.max_group_free[n] = free
+            n_free = len([u for u in used if u <= EPS])
+            self.free_whole[n] = n_free
+            self.max_group_free[n] = n_free
             self.max_share_free[n] = 1.0 - min(used)  # the largest 1.0 - u: subtraction keeps the order
             return
         per_group = dict.fromkeys(groups, 0)

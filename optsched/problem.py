@@ -266,6 +266,14 @@ class Problem:
     def derived(self, spec: Derived[T], *args: Any) -> T:
         """`spec`'s value for this problem and `args`, computed on first use and kept for the
         problem's life (the problem never changes, so neither does the value)."""
+        if not args and spec.key is None:  # per-node tables asked per replica: keyed by the spec itself
+            try:
+                known: T = self._derived[spec]
+                return known
+            except KeyError:
+                value_of: T = spec.compute(self)
+                self._derived[spec] = value_of
+                return value_of
         key = (spec, *args) if spec.key is None else (spec, spec.key(self, *args))
         try:
             value: T = self._derived[key]

@@ -51,6 +51,15 @@ def test_evaluate_bound_reports_the_gap() -> None:
     assert "gap" in runner.invoke(app, ["evaluate", C, Q, P, "--bound"]).output
 
 
+def test_evaluate_bound_reports_the_least_disruption_for_the_plans_value() -> None:
+    """`evaluate --bound`: the least lost work of any plan admitting the plan's value
+    (`lost_work_bound`), at most the plan's own; the example plan evicts one job for its value."""
+    out = json.loads(runner.invoke(app, ["evaluate", C, Q, P, "--json", "--bound"]).output)
+    assert out["disruption_floor_status"] == "optimal"
+    assert 0.0 <= out["disruption_floor"] <= out["disruption"]
+    assert "disruption_floor" in runner.invoke(app, ["evaluate", C, Q, P, "--bound"]).output
+
+
 def _solve_with_node_domain(tmp_path: Path, domain: str) -> Any:
     """`optsched solve` on the example cluster with its first node under `domain` (no such leaf)."""
     doc: dict[str, Any] = yaml.safe_load(Path(C).read_text())

@@ -510,12 +510,18 @@ class Assigned:
     kept_back: int
 
 
-PLACE_SECONDS_PER_JOB = 2.5e-4
-"""Time the first placement pass takes per admitted job (0.17-0.18 s for 710 on mixed-cloud-10k,
-one-off), for the decision to run the serving pass (`assign`)."""
+PLACE_SECONDS_PER_JOB = 2.2e-4
+"""Time the placement passes take per admitted job, for the decision to run the serving pass
+(`assign`): 0.14-0.19 s for 867-891 on mixed-cloud-10k at 1 s, seeds 0-4 (1.6-2.1e-4 a job;
+one-off, 2026-12-06; 2.5e-4 before that day's engine changes, 0.17-0.18 s for 710)."""
 
-SERVE_SECONDS_PER_VICTIM = 7.5e-4
-"""Time the serving pass takes per model victim (0.125-0.15 s for 206 on mixed-cloud-10k, one-off)."""
+SERVE_SECONDS_PER_VICTIM = 5.5e-4
+"""Time the serving pass takes per model victim: 0.087-0.104 s for 206 on mixed-cloud-10k at 1 s,
+seeds 0-4 (one-off, 2026-12-06; 7.5e-4 before, 0.125-0.15 s). An estimate above the real time
+skips the pass where it fits, and skipping it costs more than it saves: the victims it would
+have served are put back and the jobs on their nodes placed again, as long as the pass
+(0.48 s against 0.45-0.49 s with it), keeping back 52 of 873 admitted jobs (seed 1, a 0.08 s
+stall before the model: 11,207 against 11,583)."""
 
 CHECK_SECONDS_PER_JOB = 1e-4
 """Time kept back per queued and running job for naming preemptors and checking the plan (0.07-0.16

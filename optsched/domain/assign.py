@@ -215,18 +215,20 @@ class DomainEngine(GreedyEngine):
             return extra
         return mine if extra is None else extra & mine
 
-    def run_passes(self, deadline: float, serve: bool = True
+    def run_passes(self, deadline: float, serve_until: float | None = None
                    ) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
         """The admitted jobs in their bins (those bound to one domain first, each part in priority
         order), then those of them that did not fit, anywhere on their bins' flavors, then the jobs
-        the model left out, anywhere (priority order): placements and deferrals."""
+        the model left out, anywhere (priority order): placements and deferrals. The serving pass
+        (`serve_victims`) comes first, until `serve_until` (default: `deadline`)."""
         admitted = [j for j in self.order or [] if j.index in self.sol.admitted]
         # the jobs bound to one domain first: the others' bins (classes) span that domain too
         per_cell = {j for (j, _), bins in self.sol.replicas.items() if min(bins) < self.cells.n}
         admitted = [j for j in admitted if j.index in per_cell] + [j for j in admitted if j.index not in per_cell]
         self.in_bins = True
         try:
-            served = self.serve_victims(admitted, deadline) if serve else {}
+            until = deadline if serve_until is None else min(deadline, serve_until)
+            served = self.serve_victims(admitted, until) if clock.now() < until else {}
             self.order = [j for j in admitted if j.id not in served]
             placed, deferred = self.run(deadline=deadline)
         finally:
@@ -255,7 +257,8 @@ class DomainEngine(GreedyEngine):
         (`_group_flavors`), then, where none was placed so, on any. Best-fit alone leaves the
         freed nodes, the least allocated, to the last jobs placed, which may evict nobody. While
         the pass runs, the nodes of the victims it has not reached are kept free (`reserved`).
-        Returns the jobs placed."""
+        It stops at `deadline`: the victims it did not reach are left to the passes (a job they
+        place beside one that may evict it serves it) and to the naming. Returns the jobs placed."""
         p = self.p
         self.deadline = deadline
         victims = _victim_reasons(self.sol)
@@ -511,17 +514,14 @@ class Assigned:
 
 
 PLACE_SECONDS_PER_JOB = 2.2e-4
-"""Time the placement passes take per admitted job, for the decision to run the serving pass
-(`assign`): 0.14-0.19 s for 867-891 on mixed-cloud-10k at 1 s, seeds 0-4 (1.6-2.1e-4 a job;
-one-off, 2026-12-06; 2.5e-4 before that day's engine changes, 0.17-0.18 s for 710)."""
-
-SERVE_SECONDS_PER_VICTIM = 5.5e-4
-"""Time the serving pass takes per model victim: 0.087-0.104 s for 206 on mixed-cloud-10k at 1 s,
-seeds 0-4 (one-off, 2026-12-06; 7.5e-4 before, 0.125-0.15 s). An estimate above the real time
-skips the pass where it fits, and skipping it costs more than it saves: the victims it would
-have served are put back and the jobs on their nodes placed again, as long as the pass
-(0.48 s against 0.45-0.49 s with it), keeping back 52 of 873 admitted jobs (seed 1, a 0.08 s
-stall before the model: 11,207 against 11,583)."""
+"""Time the placement passes take per admitted job: 0.14-0.19 s for 867-891 on mixed-cloud-10k at
+1 s, seeds 0-4 (1.6-2.1e-4 a job; one-off, 2026-12-06). The serving pass ends where this much
+is left for them (`assign`): serving cut short by the clock leaves the victims it did not reach
+to be put back, and passes cut short defer the lowest-priority admitted jobs (`time_limit`),
+which costs more. Before, the pass ran whole or not at all, by an estimate of both (7.5e-4 a
+victim, 2.5e-4 a job, above the real times): after a stall of 0.08 s it was skipped, which cost
+as much time as the pass (its victims put back, their nodes' jobs placed again) and kept back
+52 of 873 admitted jobs (mixed-cloud-10k seed 1 at 1 s: 11,207 against 11,583)."""
 
 CHECK_SECONDS_PER_JOB = 1e-4
 """Time kept back per queued and running job for naming preemptors and checking the plan (0.07-0.16
@@ -534,11 +534,10 @@ def assign(p: Problem, cells: Cells, sol: DomainSolution, *, deadline: float) ->
     validator (a bug). Jobs the placement did not reach in time are deferred (`time_limit`)."""
     engine = DomainEngine(p, cells, sol)
     placing_until = deadline - CHECK_SECONDS_PER_JOB * (len(p.jobs) + len(p.running))
-    # the serving pass only where the time left holds it and the passes after it: without it
-    # the plan loses some of the model's evictions (put back), with it cut short by the clock
-    # the passes after it defer the lowest-priority admitted jobs (`time_limit`), which costs more
-    need = PLACE_SECONDS_PER_JOB * len(sol.admitted) + SERVE_SECONDS_PER_VICTIM * len(engine.victims)
-    placed, deferred = engine.run_passes(placing_until, serve=placing_until - clock.now() >= need)
+    # the serving pass in the time the passes after it leave (`PLACE_SECONDS_PER_JOB`): the
+    # victims it does not reach are put back if no job placed later may evict them beside them
+    serve_until = placing_until - PLACE_SECONDS_PER_JOB * len(sol.admitted)
+    placed, deferred = engine.run_passes(placing_until, serve_until=serve_until)
     victims = _victim_reasons(sol)
     evictions: list[Eviction] = []
     kept_back = 0

@@ -87,12 +87,12 @@ GAP_TARGET = 0.03
 
 def least_lost_near_optimum(p: Problem, best_value: float) -> float | None:
     """The least lost work (GPU-h) of any valid plan within `GAP_TARGET` of the round's optimum
-    (`domain.model.lost_bound` at (1 - GAP_TARGET) x `best_value`, the value of a valid plan, so at
-    most that share of the optimum): where it exceeds Kueue's lost work, no plan meets the gap
-    target and the lost-work target together."""
-    from optsched.domain.model import build_model, lost_bound
+    (`optsched.bound.lost_work_bound_problem` at (1 - GAP_TARGET) x `best_value`, the value of a
+    valid plan, so at most that share of the optimum): where it exceeds Kueue's lost work, no plan
+    meets the gap target and the lost-work target together."""
+    from optsched.bound import lost_work_bound_problem
 
-    return lost_bound(build_model(p), (1.0 - GAP_TARGET) * best_value, 60.0)
+    return lost_work_bound_problem(p, (1.0 - GAP_TARGET) * best_value, 60.0).value
 
 
 def mixed_cloud(seeds: list[int], limits: list[float]) -> tuple[list[list[Any]], list[list[Any]], list[list[Any]]]:
@@ -256,9 +256,9 @@ def main() -> None:
            "quota rule the plan keeps), not by room.\n",
            f"\nThe gap target and the lost-work target together: the least lost work of any valid plan within "
            f"{100 * GAP_TARGET:g}% of the round's optimum (`domain.model.lost_bound`: the domain model's LP, whose "
-           "points include every valid plan with its evictions and value, at (1 - 0.03) x the best value of the "
-           "seed's plans, at most 0.97 x the optimum) against Kueue's lost work. Where it is larger, no plan meets "
-           "both (docs/formulation.md, \"What a value target costs in lost work\"):\n",
+           f"points include every valid plan with its evictions and value, at (1 - {GAP_TARGET:g}) x the best "
+           f"value of the seed's plans, at most {1 - GAP_TARGET:g} x the optimum) against Kueue's lost work. Where "
+           "it is larger, no plan meets both (docs/formulation.md, \"What a value target costs in lost work\"):\n",
            table(["seed", "best plan value", "value floor", "least lost work at the floor", "kueue lost",
                   "both targets impossible"], floor_rows),
            "\ndgx-h100-1k and ascend-910b-4k at 1 s (target: >= best greedy on 15/15, not fallback on >= 12/15, "

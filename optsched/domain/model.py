@@ -524,12 +524,18 @@ def value_bound(m: DomainModel, time_limit: float) -> float | None:
         return None
     if not len(m.cost):
         return 0.0
-    cons = [LinearConstraint(m.a, m.row_lo, m.row_hi)] if m.a.shape[0] else []
-    res = milp(-m.value, constraints=cons, integrality=np.zeros_like(m.integrality), bounds=Bounds(m.lower, m.upper),
-               options=clock.scipy_highs_options(time_limit))
+    res = _relaxation(m, -m.value, time_limit)
     if res.status != 0 or res.fun is None:
         return None
     return max(0.0, -float(res.fun)) * (1 + 1e-9) + 1e-6
+
+
+def _relaxation(m: DomainModel, cost: FArray, time_limit: float, *extra: LinearConstraint) -> Any:
+    """SciPy's HiGHS on the model's LP relaxation (every column continuous, the model's rows then
+    `extra`), minimising `cost`: the result (`status` 0 optimal, 2 infeasible; `fun`)."""
+    cons = [LinearConstraint(m.a, m.row_lo, m.row_hi)] if m.a.shape[0] else []
+    return milp(cost, constraints=[*cons, *extra], integrality=np.zeros_like(m.integrality),
+                bounds=Bounds(m.lower, m.upper), options=clock.scipy_highs_options(time_limit))
 
 
 def lost_bound(m: DomainModel, value_at_least: float, time_limit: float) -> float | None:
@@ -551,11 +557,7 @@ def lost_bound(m: DomainModel, value_at_least: float, time_limit: float) -> floa
     if n_v:
         lost[m.ep_first:m.ep_first + n_v] = running.running_table(m.p).lost[m.victims]
         lost[m.er_first:m.er_first + n_v] = lost[m.ep_first:m.ep_first + n_v]
-    cons = [LinearConstraint(m.value[None, :], value_at_least, np.inf)]
-    if m.a.shape[0]:
-        cons.insert(0, LinearConstraint(m.a, m.row_lo, m.row_hi))
-    res = milp(lost, constraints=cons, integrality=np.zeros_like(m.integrality), bounds=Bounds(m.lower, m.upper),
-               options=clock.scipy_highs_options(time_limit))
+    res = _relaxation(m, lost, time_limit, LinearConstraint(m.value[None, :], value_at_least, np.inf))
     if res.status == 2:  # infeasible: no plan reaches the value
         return math.inf
     if res.status != 0 or res.fun is None:

@@ -4,7 +4,9 @@ A preemption trial (`KueueEngine._fits_without`) is skipped when the quota rules
 would be refused by already rule it out (`_quota_rules_out`), and the search for the shortest
 prefix of candidates starts past the prefixes they refuse (`_first_quota_prefix`). Each must
 refuse only trials the full placement would refuse, the legality check of a step judges
-again only the evictions the step can make illegal (`_rejudged`), and the priority diagnostic's
+again only the evictions the step can make illegal (`evictions.EvictionBook`: the reclaims of the
+tenants it reclaims from, the evictions its room clause does not serve, the reclaiming flavors
+kept as they grow), and the priority diagnostic's
 trial moves on the nodes only the victims that sit where the job may go (`_fits_released`), so
 the plan with these switched off is the same plan. Trials run on a copy of the ledger with
 cloned cursors, so a trial leaves the round's ledger and change log as they were.
@@ -14,13 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from optsched.check import check_problem
+from optsched.concerns.tenancy import preemption, serving
+from optsched.concerns.tenancy.preemption import Preemptor
 from optsched.model import Cluster, Plan, Queue
-from optsched.problem import JobSpec, Problem, compile_problem
-from optsched.solvers import kueue, trials
+from optsched.problem import BArray, FArray, JobSpec, Problem, compile_problem
+from optsched.solvers import evictions, kueue, trials
 from tests.strategies import contended_rounds
 
 
@@ -28,9 +33,31 @@ def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
     with monkeypatch.context() as m:
         m.setattr(kueue.KueueEngine, "_quota_rules_out", lambda self, job, victims, allow_borrow: False)
         m.setattr(kueue.KueueEngine, "_first_quota_prefix", lambda self, job, cands, allow_borrow: 1)
-        m.setattr(kueue.KueueEngine, "_rejudged", lambda self, evs, new: evs)
+        m.setattr(evictions.EvictionBook, "legal_with", _judged_whole)
+        m.setattr(evictions.EvictionBook, "reclaiming_with", _reclaiming_whole)
         m.setattr(kueue.KueueEngine, "_fits_released", _released_everywhere)
         return kueue.solve_kueue(p)
+
+
+def _whole(book: evictions.EvictionBook, tail: list[evictions.Judged], final: FArray) -> list[evictions.Judged]:
+    """Every recorded eviction with its preemptor seeing `final`, then `tail`."""
+    return [(v, reason, Preemptor(b.job, b.uses, b.within_nominal, b.nodes, final))
+            for v, reason, b in book.entries] + tail
+
+
+def _judged_whole(book: evictions.EvictionBook, tail: list[evictions.Judged], final: FArray) -> bool:
+    """`EvictionBook.legal_with` by the validator's rules on the whole list, nothing kept."""
+    evs = _whole(book, tail, final)
+    if preemption.evictions_problems(book.p, evs):
+        return False
+    reclaiming = serving.plan_reclaiming(book.p, evs)
+    return not any(serving.serves_problems(book.p, v, by, reclaiming)
+                   for v, reason, by in evs if by is not None and reason != "migrated")
+
+
+def _reclaiming_whole(book: evictions.EvictionBook, tail: list[evictions.Judged]) -> BArray:
+    """`EvictionBook.reclaiming_with` computed afresh from every eviction."""
+    return serving.plan_reclaiming(book.p, _whole(book, tail, np.zeros(0)))
 
 
 def _released_everywhere(self: kueue.KueueEngine, job: JobSpec, victims: list[JobSpec]) -> bool:
@@ -205,7 +232,7 @@ def _reclaim_round() -> tuple[Cluster, Queue]:
 
 
 def test_a_reclaim_that_makes_an_earlier_one_illegal_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`_rejudged` judges the earlier reclaims of the tenant a step reclaims from again: here the
+    """`EvictionBook.rejudged` names the earlier reclaims of the tenant a step reclaims from again: here the
     second reclaim is refused and the plan is valid; judging the step's own eviction alone admits
     d1 and the plan breaks the reclaim order (the case the precheck exists for)."""
     c, q = _reclaim_round()
@@ -216,7 +243,116 @@ def test_a_reclaim_that_makes_an_earlier_one_illegal_is_refused(monkeypatch: pyt
     assert {x.job for x in plan.placements} == {"a1", "b1"}
     assert [d.job for d in plan.deferred] == ["d1"]
     with monkeypatch.context() as m:
-        m.setattr(kueue.KueueEngine, "_rejudged", lambda self, evs, new: evs[len(evs) - new:])
+        m.setattr(evictions.EvictionBook, "rejudged", lambda self, tail: [])
         blind = kueue.solve_kueue(compile_problem(c, q))
     assert [(e.job, e.by) for e in blind.evictions] == [("x1", "a1"), ("x2", "d1")]
     assert any("does not borrow" in str(v) for v in check_problem(p, blind))
+
+
+def _unserving_round() -> tuple[Cluster, Queue]:
+    """Tenants a and b (nominal 8 GPUs each) share a cohort of 16. b runs x1 and x2 (4 GPUs each)
+    on n2 and x3 (1 GPU) on n3: it borrows 1. a runs y (6 GPUs) on n1. a1 (a, 2 GPUs, within
+    nominal) needs the cohort's last GPU back: it reclaims x3 and best-fit puts it on n1, so x3's
+    eviction serves it by quota alone (x3 back would take the cohort to 17). a2 (a, 1 GPU) would
+    take a above nominal: it preempts y, after which x3 back breaks nothing (cohort usage 11), so
+    x3's eviction would serve no preemptor: a2's step must be refused."""
+    def node(i: int) -> dict[str, Any]:
+        return {"id": f"n{i}", "domain": "s", "capacity": {"cpu": 64000, "memory": 262144},
+                "devices": {"model": "G", "count": 8}}
+
+    def job(jid: str, tenant: str, priority: int, gpu: int, submitted: int = 0) -> dict[str, Any]:
+        return {"id": jid, "tenant": tenant, "priority": priority, "submitted_at": submitted,
+                "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"gpu": gpu, "cpu": 1000}}]}
+
+    def run(jid: str, tenant: str, gpu: int, node: int, first: int, started: int) -> dict[str, Any]:
+        return {"job": {**job(jid, tenant, 10, gpu), "preemptible": True}, "started_at": started,
+                "placements": [{"group": "w", "replica": 0, "node": f"n{node}",
+                                "devices": list(range(first, first + gpu))}]}
+
+    policy = {"within_tenant": "lower_priority", "reclaim_within_cohort": "any"}
+    cluster = Cluster.model_validate({
+        "topology": {"levels": ["spine"], "domains": [{"id": "s", "level": "spine"}]},
+        "device_models": {"G": {}},
+        "nodes": [node(1), node(2), node(3)],
+        "tenants": [{"name": "a", "cohort": "org", "quotas": {"G": {"nominal": 8}}, "preemption": policy},
+                    {"name": "b", "cohort": "org", "quotas": {"G": {"nominal": 8}}, "preemption": policy}],
+        "running": [run("y", "a", 6, 1, 0, 0), run("x1", "b", 4, 2, 0, 0), run("x2", "b", 4, 2, 4, 1),
+                    run("x3", "b", 1, 3, 0, 2)]})
+    queue = Queue.model_validate({"now": 100, "jobs": [job("a1", "a", 100, 2, 1), job("a2", "a", 100, 1, 2)]})
+    return cluster, queue
+
+
+def test_a_step_that_leaves_an_earlier_eviction_unserved_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`EvictionBook.quota_served` judges again the earlier evictions that only the quota clause
+    serves: a2's preemption of y would leave x3's reclaim serving nothing, so it is refused and
+    the plan is valid; with those evictions never judged again a2 preempts y and the plan fails
+    the serving rule."""
+    c, q = _unserving_round()
+    p = compile_problem(c, q)
+    plan = kueue.solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert [(e.job, e.by) for e in plan.evictions] == [("x3", "a1")]
+    assert [(x.job, x.node) for x in plan.placements] == [("a1", "n1")]
+    assert [d.job for d in plan.deferred] == ["a2"]
+    with monkeypatch.context() as m:
+        m.setattr(evictions.EvictionBook, "_at", lambda self, positions, final: [])
+        blind = kueue.solve_kueue(compile_problem(c, q))
+    assert [(e.job, e.by) for e in blind.evictions] == [("x3", "a1"), ("y", "a2")]
+    assert any(v.rule == "serving" for v in check_problem(p, blind))
+
+
+def _reclaiming_round() -> tuple[Cluster, Queue]:
+    """Tenants a (nominal 4 GPUs) and b (nominal 12) share a cohort of 16. a runs ya1 (4 GPUs) and
+    ya2 (2) on n1: it borrows 2; b runs xb and xc (4 each) on n2. b1 (b, 4 GPUs) fits b's nominal
+    but not the cohort: it reclaims ya2, within nominal. a2 (a, 1 GPU) preempts ya1. b2 (b, 1 GPU)
+    may not borrow what b reclaimed within nominal: it preempts xc and lands on n1. Putting xc
+    back then breaks no limit (cohort usage 10 + 4) but lifts b above the nominal it reclaims
+    within, so xc's eviction serves b2 through b1's reclaim alone (`serving.reclaiming_flavors`)."""
+    def node(i: int) -> dict[str, Any]:
+        return {"id": f"n{i}", "domain": "s", "capacity": {"cpu": 64000, "memory": 262144},
+                "devices": {"model": "G", "count": 8}}
+
+    def job(jid: str, tenant: str, priority: int, gpu: int, submitted: int = 0) -> dict[str, Any]:
+        return {"id": jid, "tenant": tenant, "priority": priority, "submitted_at": submitted,
+                "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"gpu": gpu, "cpu": 1000}}]}
+
+    def run(jid: str, tenant: str, gpu: int, node: int, first: int, started: int) -> dict[str, Any]:
+        return {"job": {**job(jid, tenant, 10, gpu), "preemptible": True}, "started_at": started,
+                "placements": [{"group": "w", "replica": 0, "node": f"n{node}",
+                                "devices": list(range(first, first + gpu))}]}
+
+    policy = {"within_tenant": "lower_priority", "reclaim_within_cohort": "any"}
+    cluster = Cluster.model_validate({
+        "topology": {"levels": ["spine"], "domains": [{"id": "s", "level": "spine"}]},
+        "device_models": {"G": {}},
+        "nodes": [node(1), node(2), node(3), node(4)],
+        "tenants": [{"name": "a", "cohort": "org", "quotas": {"G": {"nominal": 4}}, "preemption": policy},
+                    {"name": "b", "cohort": "org", "quotas": {"G": {"nominal": 12}}, "preemption": policy}],
+        "running": [run("ya1", "a", 4, 1, 0, 0), run("ya2", "a", 2, 1, 4, 1), run("xb", "b", 4, 2, 0, 0),
+                    run("xc", "b", 4, 2, 4, 1)]})
+    queue = Queue.model_validate({"now": 100, "jobs": [job("b1", "b", 100, 4, 1), job("a2", "a", 100, 1, 2),
+                                                       job("b2", "b", 100, 1, 3)]})
+    return cluster, queue
+
+
+def test_the_reclaiming_flavors_kept_serve_a_later_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`EvictionBook.reclaiming` keeps the flavors each tenant reclaims within nominal as the round
+    goes: b2's preemption of xc serves it only through b1's earlier reclaim. Without what is kept,
+    xc's eviction serves nothing and the plan changes."""
+    c, q = _reclaiming_round()
+    p = compile_problem(c, q)
+    plan = kueue.solve_kueue(p)
+    assert check_problem(p, plan) == []
+    assert [(e.job, e.by) for e in plan.evictions] == [("ya2", "b1"), ("ya1", "a2"), ("xc", "b2")]
+    assert [(x.job, x.node) for x in plan.placements] == [("b1", "n1"), ("a2", "n1"), ("b2", "n1")]
+    with monkeypatch.context() as m:
+        m.setattr(evictions.EvictionBook, "add", _add_without_reclaiming)
+        blind = kueue.solve_kueue(compile_problem(c, q))
+    assert [(e.job, e.by) for e in blind.evictions] != [(e.job, e.by) for e in plan.evictions]
+
+
+def _add_without_reclaiming(self: evictions.EvictionBook, victim: JobSpec, reason: str, by: Preemptor) -> None:
+    """`EvictionBook.add` that forgets the reclaiming flavors (the mutation the test above catches)."""
+    self.entries.append((victim, reason, by))
+    if reason != "migrated" and not by.nodes & serving.victim_nodes(victim):
+        self.quota_served.append(len(self.entries) - 1)

@@ -75,6 +75,7 @@ from optsched.model.plan import Eviction, Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
+from optsched.solvers.evictions import EvictionBook, Judged
 from optsched.solvers.flavors import FlavorAssigner
 from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, NodeCursor, to_plan
 from optsched.solvers.trials import KeptTrials, TrialState
@@ -109,8 +110,8 @@ class KueueEngine(GreedyEngine):
         """Running jobs not evicted so far (a mask over `p.running`)."""
         self.no_borrow = np.zeros((len(p.tenant_names), len(p.flavors)), dtype=bool)
         """Tenant/flavor pairs that reclaimed within nominal: they may not borrow later."""
-        self.preemptors: dict[str, preemption.Preemptor] = {}
-        """Admitted jobs that evicted others, as the validator sees them."""
+        self.book = EvictionBook(p)
+        """The evictions so far with their preemptors, as the validator's rules judge them."""
         self.evicted_jobs: list[JobSpec] = []
         """Running jobs evicted so far, in order."""
         self.preempt_deadline = math.inf
@@ -609,52 +610,26 @@ class KueueEngine(GreedyEngine):
         for v, _reason in reversed(chosen):
             if v.bandwidth > 0 and len(crossed_domains(p, np.array(sorted(serving.victim_nodes(v)), dtype=np.int64))):
                 continue
-            evs = self._evictions_with(job, att, [(o, r) for o, r in chosen if o.index != v.index
-                                                  and o.index not in reprieved])
-            if not serving.serves_problems(p, v, replace(by, final=self._plan_usage()),
-                                           serving.plan_reclaiming(p, evs)):
+            rest = self._step_evictions(job, att, [(o, r) for o, r in chosen if o.index != v.index
+                                                   and o.index not in reprieved])
+            reclaiming = self.book.reclaiming_with(rest)
+            if not serving.serves_problems(p, v, replace(by, final=self._plan_usage()), reclaiming):
                 continue
             self.changed.extend(self.ledger.add_running_many([v]))
             reprieved.append(v.index)
         return [(v, reason) for v, reason in chosen if v.index not in reprieved]
 
-    def _evictions_with(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]
-                        ) -> list[tuple[JobSpec, str, preemption.Preemptor | None]]:
-        """The round's evictions so far and `chosen` for `job` placed as `att`, each with its
-        preemptor as the validator sees it if the round ended now."""
-        final = self._plan_usage()
-        by = self._preemptor(job, att.replicas, final)
-        evs: list[tuple[JobSpec, str, preemption.Preemptor | None]] = []
-        for v in self.evicted_jobs:
-            ev = self.evictions[v.id]
-            b = self.preemptors[ev.by or ""]  # with the final usage (a constructor call: `replace` cost 40 ms a round)
-            evs.append((v, ev.reason, preemption.Preemptor(b.job, b.uses, b.within_nominal, b.nodes, final)))
-        return evs + [(v, reason, by) for v, reason in chosen]
+    def _step_evictions(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]) -> list[Judged]:
+        """`chosen`, evicted for `job` placed as `att`, each with that preemptor as the validator
+        sees it if the round ended now."""
+        by = self._preemptor(job, att.replicas, self._plan_usage())
+        return [(v, reason, by) for v, reason in chosen]
 
     def _legal(self, job: JobSpec, att: Attempt, chosen: list[tuple[JobSpec, str]]) -> bool:
-        """The validator's rule for every eviction so far and this step's, judged as if the round
-        ended now (later admissions cannot make them illegal: see `_quota_ok`)."""
-        evs = self._evictions_with(job, att, chosen)
-        if preemption.evictions_problems(self.p, self._rejudged(evs, len(chosen))):
-            return False
-        reclaiming = serving.plan_reclaiming(self.p, evs)
-        return not any(serving.serves_problems(self.p, v, b, reclaiming)
-                       for v, reason, b in evs if b is not None and reason != "migrated")
-
-    def _rejudged(self, evs: list[tuple[JobSpec, str, preemption.Preemptor | None]], new: int
-                  ) -> list[tuple[JobSpec, str, preemption.Preemptor | None]]:
-        """The evictions whose verdict (`preemption.evictions_problems`) this step's `new` last ones
-        can change: those, and the earlier reclaims of the tenants they reclaim from. Every earlier
-        eviction passed when it was made, and its verdict depends on its victim, its preemptor's job,
-        request and standing at admission (fixed then), and for a reclaim on the other reclaims of
-        its victim's tenant (`reclaim_order`); with fair sharing, also on the preemptor's own
-        preempted jobs, so there every eviction is judged again. (`serving`'s rule reads the final
-        usage, which every step changes: `_legal` judges it for all.)"""
-        if fairshare.enabled(self.p):
-            return evs
-        head, tail = evs[:len(evs) - new], evs[len(evs) - new:]
-        tenants = {v.tenant for v, reason, by in tail if reason == "reclaimed" and by is not None}
-        return [e for e in head if e[1] == "reclaimed" and e[0].tenant in tenants] + tail
+        """The validator's rules for every eviction so far and this step's, judged as if the round
+        ended now (later admissions cannot make them illegal: see `_quota_ok`). What an earlier
+        eviction's verdict reads that never changes is kept (`EvictionBook`)."""
+        return self.book.legal_with(self._step_evictions(job, att, chosen), self._plan_usage())
 
     # ------------------------------------------------------------------ the round
     def iter_jobs(self) -> Iterator[JobSpec]:
@@ -813,9 +788,10 @@ class KueueEngine(GreedyEngine):
                 self._hold_capacity(job)
             return self._blocked_by_priority(job, att)
         new, chosen = got
-        by = self.preemptors[job.id] = self._preemptor(job, new.replicas, self._plan_usage())
+        by = self._preemptor(job, new.replicas, self._plan_usage())
         uses, within = by.uses, by.within_nominal
         for v, reason in chosen:
+            self.book.add(v, reason, by)
             self.alive[v.index] = False
             self.evicted_jobs.append(v)
             self.evictions[v.id] = Eviction(job=v.id, reason=reason, by=job.id,

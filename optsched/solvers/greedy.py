@@ -482,10 +482,16 @@ class GreedyEngine:
                 if rep is None:
                     break
                 placed.append(rep)
-                if self._job_ok(job, placed)[0]:
+                if self._job_ok(job, placed)[0] or not self.growth_allowed(job, placed):
                     self.rollback(job, [placed.pop()])
                     break
                 now[group.index] += 1
+
+    def growth_allowed(self, job: JobSpec, placed: list[PlacedReplica]) -> bool:
+        """Whether the job may keep the elastic replica just placed, beyond the job-level rules
+        (`optsched.concerns.JOB_RULES`): here always; an engine that judges an admission by rules
+        of its own stops growth where they would refuse it."""
+        return True
 
     # ------------------------------------------------------------------ domains
     def domain_candidates(self, job: JobSpec, levels: list[int], limit: int) -> list[tuple[int, int]]:

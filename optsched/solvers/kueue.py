@@ -136,6 +136,8 @@ class KueueEngine(GreedyEngine):
         """Per cohort: what its members may lend per flavor (`_share_with`)."""
         self._kept = KeptTrials()
         """The priority diagnostic's trials, by victim set (`_fits_released`)."""
+        self._allow_borrow = True
+        """Whether the placement under way may borrow (`_quota_ok`'s rule that its growth keeps)."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -332,11 +334,15 @@ class KueueEngine(GreedyEngine):
                 self._trials[key] = None
                 return None
             trial = self._trial_release(victims)
-            with self._placing_in(trial):
-                att = self.place_job(job)
-                ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
-                if att.failure is None:
-                    self.rollback(job, list(att.replicas))
+            self._allow_borrow = allow_borrow
+            try:
+                with self._placing_in(trial):
+                    att = self.place_job(job)
+                    ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
+                    if att.failure is None:
+                        self.rollback(job, list(att.replicas))
+            finally:
+                self._allow_borrow = True
             known = self._trials[key] = Attempt(list(att.replicas)) if ok else None
             if known is None or not keep:
                 return known
@@ -743,6 +749,13 @@ class KueueEngine(GreedyEngine):
             nodes = eligibility.mask(p, job, g)
             out |= nodes if g.index not in flavors else nodes & p.flavor_nodes[flavors[g.index]]
         return out
+
+    def growth_allowed(self, job: JobSpec, placed: list[PlacedReplica]) -> bool:
+        """Elastic growth stops where `_quota_ok` would refuse the job (above nominal in a trial
+        that may not borrow; borrowing a flavor its tenant reclaimed within nominal): the largest
+        count that fits, as Kueue's partial admission reduces a podset's count until it fits
+        (`PodSetReducer`), instead of refusing a job whose smaller counts fit."""
+        return self._quota_ok(job, Attempt(placed), self._allow_borrow)
 
     def _quota_ok(self, job: JobSpec, att: Attempt, allow_borrow: bool) -> bool:
         """Extra quota rules of a placed attempt: within nominal when borrowing is not allowed,

@@ -11,38 +11,11 @@ counts fit.
 
 from __future__ import annotations
 
-from typing import Any
-
 from optsched.check import check_problem
-from optsched.model import Cluster, Queue
+from optsched.model import Queue
 from optsched.problem import compile_problem
 from optsched.solvers import kueue
-
-
-def _node(i: int) -> dict[str, Any]:
-    return {"id": f"n{i}", "domain": "s", "capacity": {"cpu": 64000, "memory": 262144},
-            "devices": {"model": "G", "count": 8}}
-
-
-def _job(jid: str, tenant: str, priority: int, gpu: int, submitted: int = 0, most: int = 1) -> dict[str, Any]:
-    return {"id": jid, "tenant": tenant, "priority": priority, "submitted_at": submitted,
-            "groups": [{"name": "w", "replicas": {"min": 1, "max": most}, "request": {"gpu": gpu, "cpu": 1000}}]}
-
-
-def _running(jid: str, tenant: str, gpu: int, node: int, first: int, started: int) -> dict[str, Any]:
-    return {"job": {**_job(jid, tenant, 10, gpu), "preemptible": True}, "started_at": started,
-            "placements": [{"group": "w", "replica": 0, "node": f"n{node}", "devices": list(range(first, first + gpu))}]}
-
-
-def _cluster(nominal: dict[str, int], running: list[dict[str, Any]]) -> Cluster:
-    policy = {"within_tenant": "lower_priority", "reclaim_within_cohort": "any"}
-    return Cluster.model_validate({
-        "topology": {"levels": ["spine"], "domains": [{"id": "s", "level": "spine"}]},
-        "device_models": {"G": {}},
-        "nodes": [_node(i) for i in range(1, 5)],
-        "tenants": [{"name": t, "cohort": "org", "quotas": {"G": {"nominal": n}}, "preemption": policy}
-                    for t, n in nominal.items()],
-        "running": running})
+from tests.kueue_rounds import gpu_cluster, gpu_job, gpu_running
 
 
 def test_growth_stops_before_borrowing_a_flavor_reclaimed_within_nominal() -> None:
@@ -50,10 +23,11 @@ def test_growth_stops_before_borrowing_a_flavor_reclaimed_within_nominal() -> No
     cohort's 16 are in use. b1 (1 GPU) reclaims ya2 within nominal, so b may not borrow G again
     this round. b4 (1 to 6 replicas of 1 GPU) fits b's nominal with 2 (b at 14): it is admitted
     with 2, not grown to 4 (b at 16, borrowing) and then refused."""
-    c = _cluster({"a": 2, "b": 14}, [_running("ya1", "a", 1, 1, 0, 0), _running("ya2", "a", 4, 1, 4, 1),
-                                      _running("xb", "b", 4, 2, 0, 0), _running("xc", "b", 4, 2, 4, 1),
-                                      _running("xd", "b", 3, 3, 0, 1)])
-    q = Queue.model_validate({"now": 100, "jobs": [_job("b1", "b", 100, 1, 1), _job("b4", "b", 5, 1, 4, most=6)]})
+    c = gpu_cluster({"a": 2, "b": 14}, [gpu_running("ya1", "a", 1, 1, 0, 0), gpu_running("ya2", "a", 4, 1, 4, 1),
+                                        gpu_running("xb", "b", 4, 2, 0, 0), gpu_running("xc", "b", 4, 2, 4, 1),
+                                        gpu_running("xd", "b", 3, 3, 0, 1)], nodes=4)
+    q = Queue.model_validate({"now": 100, "jobs": [gpu_job("b1", "b", 100, 1, 1),
+                                                   gpu_job("b4", "b", 5, 1, 4, most=6)]})
     p = compile_problem(c, q)
     plan = kueue.solve_kueue(p)
     assert check_problem(p, plan) == []
@@ -68,11 +42,11 @@ def test_a_trial_that_may_not_borrow_grows_within_nominal() -> None:
     borrow places a-el (1 to 3 replicas of 4 GPUs) with 1 replica (a at 6): its second would
     take a to 10, above nominal, so growth stops there and the trial fits, where growing to 2 and
     judging after refused it."""
-    c = _cluster({"a": 8, "b": 8}, [_running("a-low", "a", 4, 1, 0, 0),
-                                    {**_running("a-base", "a", 2, 1, 4, 0),
-                                     "job": {**_job("a-base", "a", 10, 2), "preemptible": False}},
-                                    _running("b-x", "b", 4, 2, 0, 1), _running("b-y", "b", 6, 3, 0, 0)])
-    q = Queue.model_validate({"now": 100, "jobs": [_job("a-el", "a", 20, 4, 1, most=3)]})
+    c = gpu_cluster({"a": 8, "b": 8}, [gpu_running("a-low", "a", 4, 1, 0, 0),
+                                      gpu_running("a-base", "a", 2, 1, 4, 0, preemptible=False),
+                                      gpu_running("b-x", "b", 4, 2, 0, 1), gpu_running("b-y", "b", 6, 3, 0, 0)],
+                    nodes=4)
+    q = Queue.model_validate({"now": 100, "jobs": [gpu_job("a-el", "a", 20, 4, 1, most=3)]})
     p = compile_problem(c, q)
     engine = kueue.KueueEngine(p)
     job = p.jobs[p.job_index["a-el"]]

@@ -26,6 +26,7 @@ from optsched.concerns.tenancy.preemption import Preemptor
 from optsched.model import Cluster, Plan, Queue
 from optsched.problem import BArray, FArray, JobSpec, Problem, compile_problem
 from optsched.solvers import evictions, kueue, trials
+from tests.kueue_rounds import gpu_cluster, gpu_job, gpu_running
 from tests.strategies import contended_rounds
 
 
@@ -256,29 +257,10 @@ def _unserving_round() -> tuple[Cluster, Queue]:
     eviction serves it by quota alone (x3 back would take the cohort to 17). a2 (a, 1 GPU) would
     take a above nominal: it preempts y, after which x3 back breaks nothing (cohort usage 11), so
     x3's eviction would serve no preemptor: a2's step must be refused."""
-    def node(i: int) -> dict[str, Any]:
-        return {"id": f"n{i}", "domain": "s", "capacity": {"cpu": 64000, "memory": 262144},
-                "devices": {"model": "G", "count": 8}}
-
-    def job(jid: str, tenant: str, priority: int, gpu: int, submitted: int = 0) -> dict[str, Any]:
-        return {"id": jid, "tenant": tenant, "priority": priority, "submitted_at": submitted,
-                "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"gpu": gpu, "cpu": 1000}}]}
-
-    def run(jid: str, tenant: str, gpu: int, node: int, first: int, started: int) -> dict[str, Any]:
-        return {"job": {**job(jid, tenant, 10, gpu), "preemptible": True}, "started_at": started,
-                "placements": [{"group": "w", "replica": 0, "node": f"n{node}",
-                                "devices": list(range(first, first + gpu))}]}
-
-    policy = {"within_tenant": "lower_priority", "reclaim_within_cohort": "any"}
-    cluster = Cluster.model_validate({
-        "topology": {"levels": ["spine"], "domains": [{"id": "s", "level": "spine"}]},
-        "device_models": {"G": {}},
-        "nodes": [node(1), node(2), node(3)],
-        "tenants": [{"name": "a", "cohort": "org", "quotas": {"G": {"nominal": 8}}, "preemption": policy},
-                    {"name": "b", "cohort": "org", "quotas": {"G": {"nominal": 8}}, "preemption": policy}],
-        "running": [run("y", "a", 6, 1, 0, 0), run("x1", "b", 4, 2, 0, 0), run("x2", "b", 4, 2, 4, 1),
-                    run("x3", "b", 1, 3, 0, 2)]})
-    queue = Queue.model_validate({"now": 100, "jobs": [job("a1", "a", 100, 2, 1), job("a2", "a", 100, 1, 2)]})
+    cluster = gpu_cluster({"a": 8, "b": 8}, [gpu_running("y", "a", 6, 1, 0, 0), gpu_running("x1", "b", 4, 2, 0, 0),
+                                             gpu_running("x2", "b", 4, 2, 4, 1), gpu_running("x3", "b", 1, 3, 0, 2)],
+                          nodes=3)
+    queue = Queue.model_validate({"now": 100, "jobs": [gpu_job("a1", "a", 100, 2, 1), gpu_job("a2", "a", 100, 1, 2)]})
     return cluster, queue
 
 
@@ -308,30 +290,11 @@ def _reclaiming_round() -> tuple[Cluster, Queue]:
     may not borrow what b reclaimed within nominal: it preempts xc and lands on n1. Putting xc
     back then breaks no limit (cohort usage 10 + 4) but lifts b above the nominal it reclaims
     within, so xc's eviction serves b2 through b1's reclaim alone (`serving.reclaiming_flavors`)."""
-    def node(i: int) -> dict[str, Any]:
-        return {"id": f"n{i}", "domain": "s", "capacity": {"cpu": 64000, "memory": 262144},
-                "devices": {"model": "G", "count": 8}}
-
-    def job(jid: str, tenant: str, priority: int, gpu: int, submitted: int = 0) -> dict[str, Any]:
-        return {"id": jid, "tenant": tenant, "priority": priority, "submitted_at": submitted,
-                "groups": [{"name": "w", "replicas": {"min": 1, "max": 1}, "request": {"gpu": gpu, "cpu": 1000}}]}
-
-    def run(jid: str, tenant: str, gpu: int, node: int, first: int, started: int) -> dict[str, Any]:
-        return {"job": {**job(jid, tenant, 10, gpu), "preemptible": True}, "started_at": started,
-                "placements": [{"group": "w", "replica": 0, "node": f"n{node}",
-                                "devices": list(range(first, first + gpu))}]}
-
-    policy = {"within_tenant": "lower_priority", "reclaim_within_cohort": "any"}
-    cluster = Cluster.model_validate({
-        "topology": {"levels": ["spine"], "domains": [{"id": "s", "level": "spine"}]},
-        "device_models": {"G": {}},
-        "nodes": [node(1), node(2), node(3), node(4)],
-        "tenants": [{"name": "a", "cohort": "org", "quotas": {"G": {"nominal": 4}}, "preemption": policy},
-                    {"name": "b", "cohort": "org", "quotas": {"G": {"nominal": 12}}, "preemption": policy}],
-        "running": [run("ya1", "a", 4, 1, 0, 0), run("ya2", "a", 2, 1, 4, 1), run("xb", "b", 4, 2, 0, 0),
-                    run("xc", "b", 4, 2, 4, 1)]})
-    queue = Queue.model_validate({"now": 100, "jobs": [job("b1", "b", 100, 4, 1), job("a2", "a", 100, 1, 2),
-                                                       job("b2", "b", 100, 1, 3)]})
+    cluster = gpu_cluster({"a": 4, "b": 12}, [gpu_running("ya1", "a", 4, 1, 0, 0), gpu_running("ya2", "a", 2, 1, 4, 1),
+                                              gpu_running("xb", "b", 4, 2, 0, 0), gpu_running("xc", "b", 4, 2, 4, 1)],
+                          nodes=4)
+    queue = Queue.model_validate({"now": 100, "jobs": [gpu_job("b1", "b", 100, 4, 1), gpu_job("a2", "a", 100, 1, 2),
+                                                       gpu_job("b2", "b", 100, 1, 3)]})
     return cluster, queue
 
 

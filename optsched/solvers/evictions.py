@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from optsched.concerns.tenancy import fairshare, preemption, serving
+from optsched.concerns.tenancy import fairshare, preemption, running, serving
+from optsched.model.plan import Eviction
 from optsched.problem import BArray, FArray, JobSpec, Problem
 
 Judged = tuple[JobSpec, str, preemption.Preemptor | None]
@@ -48,6 +49,12 @@ class EvictionBook:
         self.reclaiming |= serving.plan_reclaiming(self.p, [(victim, reason, by)])
         if reason != "migrated" and not by.nodes & serving.victim_nodes(victim):
             self.quota_served.append(len(self.entries) - 1)
+
+    def plan_evictions(self) -> list[Eviction]:
+        """The entries as a plan lists them, in the order they happened (the validator judges a
+        reclaim after those listed before it), each with its lost work."""
+        return [Eviction(job=v.id, reason=reason, by=by.job.id, lost_gpu_hours=running.lost_gpu_hours(self.p, v))
+                for v, reason, by in self.entries]
 
     def _at(self, positions: list[int], final: FArray) -> list[Judged]:
         """The entries at `positions`, each with its preemptor seeing the final usage `final`."""

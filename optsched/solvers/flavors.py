@@ -9,6 +9,7 @@ group over a resource that ResourceFlavors split (``<flavor>/cpu``).
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,9 +46,10 @@ class FlavorAssignment:
 
 class FlavorAssigner:
     """Kueue's flavor assignment of jobs on a round's usage (`ledger.quota_used`), with the running
-    jobs still `alive` and those `evicted` so far (the `kueue` engine's, shared, not copied)."""
+    jobs still `alive` and the round's `evicted` so far (the `kueue` engine's, shared, not copied:
+    only their number is read, the version of `alive` an assignment was made at)."""
 
-    def __init__(self, p: Problem, ledger: Ledger, alive: BArray, evicted: list[JobSpec]) -> None:
+    def __init__(self, p: Problem, ledger: Ledger, alive: BArray, evicted: Sized) -> None:
         self.p = p
         self.ledger = ledger
         self.alive = alive

@@ -71,7 +71,7 @@ from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
 from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
-from optsched.model.plan import Eviction, Plan, SolverStats
+from optsched.model.plan import Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
@@ -105,18 +105,15 @@ class KueueEngine(GreedyEngine):
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem, STRATEGIES[PLACEMENT])
         p = problem
-        self.evictions: dict[str, Eviction] = {}
         self.alive = np.ones(len(p.running), dtype=bool)
         """Running jobs not evicted so far (a mask over `p.running`)."""
         self.no_borrow = np.zeros((len(p.tenant_names), len(p.flavors)), dtype=bool)
         """Tenant/flavor pairs that reclaimed within nominal: they may not borrow later."""
         self.book = EvictionBook(p)
-        """The evictions so far with their preemptors, as the validator's rules judge them."""
-        self.evicted_jobs: list[JobSpec] = []
-        """Running jobs evicted so far, in order."""
+        """The evictions so far, in order, with their preemptors, as the validator's rules judge them."""
         self.preempt_deadline = math.inf
         """perf_counter time after which jobs are no longer given preemption attempts."""
-        self.flavors = FlavorAssigner(p, self.ledger, self.alive, self.evicted_jobs)
+        self.flavors = FlavorAssigner(p, self.ledger, self.alive, self.book.entries)
         """Kueue's flavor assignment, on this engine's usage and evictions."""
         self.held = np.zeros((len(p.tenant_names), len(p.flavors)))
         """Quota usage held for pending preemptors (`_hold_capacity`), per tenant and flavor."""
@@ -806,9 +803,6 @@ class KueueEngine(GreedyEngine):
         for v, reason in chosen:
             self.book.add(v, reason, by)
             self.alive[v.index] = False
-            self.evicted_jobs.append(v)
-            self.evictions[v.id] = Eviction(job=v.id, reason=reason, by=job.id,
-                                            lost_gpu_hours=running.lost_gpu_hours(self.p, v))
         if within and any(r == "reclaimed" for _, r in chosen):
             self.no_borrow[job.tenant] |= uses > 0
         return new
@@ -829,8 +823,7 @@ def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0,
         placed, deferred = engine.run(deadline=start + time_limit)
         wall = clock.now() - start
         plan = to_plan(p, placed, deferred, SolverStats(name="kueue", status="heuristic", wall_s=wall, seed=seed))
-    # in the order they happened: the validator judges a reclaim after those listed before it
-    return plan.model_copy(update={"evictions": list(engine.evictions.values())})
+    return plan.model_copy(update={"evictions": engine.book.plan_evictions()})
 
 
 def _run_kueue(p: Problem, run: RunSpec) -> Plan:

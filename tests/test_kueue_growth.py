@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from optsched.check import check_problem
 from optsched.model import Queue
-from optsched.problem import compile_problem
+from optsched.problem import JobSpec, Problem, compile_problem
 from optsched.solvers import kueue
 from tests.kueue_rounds import gpu_cluster, gpu_job, gpu_running
 
@@ -36,23 +36,50 @@ def test_growth_stops_before_borrowing_a_flavor_reclaimed_within_nominal() -> No
     assert plan.deferred == []
 
 
-def test_a_trial_that_may_not_borrow_grows_within_nominal() -> None:
+def _a_el_round() -> tuple[Problem, list[JobSpec]]:
     """a (nominal 8 GPUs) runs a-low (4, preemptible) and a-base (2); b (nominal 8) runs 10 and
-    borrows 2: the cohort's 16 are in use. With b's 4-GPU job and a-low out, a trial that may not
-    borrow places a-el (1 to 3 replicas of 4 GPUs) with 1 replica (a at 6): its second would
-    take a to 10, above nominal, so growth stops there and the trial fits, where growing to 2 and
-    judging after refused it."""
+    borrows 2: the cohort's 16 are in use. The round's job a-el asks for 1 to 3 replicas of 4
+    GPUs; the victims b-x (b's 4-GPU job) and a-low leave room for 2 of them."""
     c = gpu_cluster({"a": 8, "b": 8}, [gpu_running("a-low", "a", 4, 1, 0, 0),
                                       gpu_running("a-base", "a", 2, 1, 4, 0, preemptible=False),
                                       gpu_running("b-x", "b", 4, 2, 0, 1), gpu_running("b-y", "b", 6, 3, 0, 0)],
                     nodes=4)
     q = Queue.model_validate({"now": 100, "jobs": [gpu_job("a-el", "a", 20, 4, 1, most=3)]})
     p = compile_problem(c, q)
-    engine = kueue.KueueEngine(p)
+    return p, [p.running[p.running_index[v]] for v in ("b-x", "a-low")]
+
+
+def test_a_trial_that_may_not_borrow_grows_within_nominal() -> None:
+    """Kept without borrowing, a-el has 1 replica (a at 6): its second would take a to 10, above
+    nominal, so growth stops there and the trial fits, where growing to 2 and judging after
+    refused it. Kept with borrowing, it grows to 2."""
+    p, victims = _a_el_round()
     job = p.jobs[p.job_index["a-el"]]
+    for allow_borrow, replicas in ((False, 1), (True, 2)):
+        engine = kueue.KueueEngine(p)
+        engine.flavors.fix(job)
+        got = engine._fits_without(job, victims, allow_borrow=allow_borrow, keep=True)
+        assert got is not None and len(got.replicas) == replicas
+
+
+def test_trials_place_the_minimum_and_the_kept_one_grows_as_an_admission() -> None:
+    """A search trial needs only its verdict (a grown placement is refused exactly when its minimum
+    is), so it places a-el's minimum (1 replica, whether it may borrow or not); the kept attempt
+    then grows on the round's ledger to what placing a-el there with the victims out gives (2
+    replicas, on the same nodes and devices)."""
+    p, victims = _a_el_round()
+    job = p.jobs[p.job_index["a-el"]]
+    engine = kueue.KueueEngine(p)
     engine.flavors.fix(job)
-    victims = [p.running[p.running_index[v]] for v in ("b-x", "a-low")]
-    got = engine._fits_without(job, victims, allow_borrow=False, keep=False)
-    assert got is not None and len(got.replicas) == 1
-    grown = engine._fits_without(job, victims, allow_borrow=True, keep=False)
-    assert grown is not None and len(grown.replicas) == 2
+    for allow_borrow in (False, True):
+        trial = engine._fits_without(job, victims, allow_borrow=allow_borrow, keep=False)
+        assert trial is not None and len(trial.replicas) == 1
+    kept = engine._fits_without(job, victims, allow_borrow=True, keep=True)
+    reference = kueue.KueueEngine(p)
+    reference.flavors.fix(job)
+    reference._release(victims)
+    placed = reference.place_job(job)
+    assert kept is not None and placed.failure is None and len(placed.replicas) == 2
+    assert [(r.group, r.replica, r.node, r.devices) for r in kept.replicas] == \
+        [(r.group, r.replica, r.node, r.devices) for r in placed.replicas]
+    assert engine.ledger.used.tolist() == reference.ledger.used.tolist()

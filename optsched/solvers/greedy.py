@@ -51,6 +51,9 @@ class Attempt:
     replicas: list[PlacedReplica] = field(default_factory=list)
     failure: str | None = None
     detail: str = ""
+    within: BArray | None = None
+    """The node mask its minimum was placed within (a topology domain; None: every node), where
+    its elastic growth goes on (`GreedyEngine.grow`)."""
 
 
 # ---------------------------------------------------------------------------- job orders
@@ -432,7 +435,7 @@ class GreedyEngine:
 
     def place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
         """Place the job's minimum counts inside `restrict`, then elastic replicas."""
-        att = Attempt()
+        att = Attempt(within=restrict)
         placed = att.replicas
         first_why = ""  # a non-gang job that places nothing fails for its first replica's reason
         for group in job.groups:

@@ -312,9 +312,10 @@ class KueueEngine(GreedyEngine):
     # ------------------------------------------------------------------ preemption
     def _fits_without(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool, keep: bool) -> Attempt | None:
         """Whether the job fits with `victims` evicted: a trial placement on the series' ledger
-        (`_trial_release`), with them out of it. With `keep`, a success is applied to the round's
-        ledger (the victims released for good, the trial's replicas placed; the series ends).
-        Returns the attempt if it fits.
+        (`_trial_release`), with them out of it. A trial places the job's minimum only (`grow`).
+        With `keep`, a success is applied to the round's ledger (the victims released for good,
+        the trial's replicas placed and grown there; the series ends). Returns the attempt if it
+        fits.
 
         A trial leaves the round's state as it was, so between two changes of it the same trial
         has the same outcome: outcomes are remembered (`_trials`, emptied when a job is kept). A
@@ -340,17 +341,23 @@ class KueueEngine(GreedyEngine):
                         self.rollback(job, list(att.replicas))
             finally:
                 self._allow_borrow = True
-            known = self._trials[key] = Attempt(list(att.replicas)) if ok else None
+            known = self._trials[key] = Attempt(list(att.replicas), within=att.within) if ok else None
             if known is None or not keep:
                 return known
         assert known is not None
         self._restore()  # keep the success on the round's ledger
         self._release(victims)
-        for r in known.replicas:
+        placed = list(known.replicas)
+        for r in placed:
             self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share)
             self.changed.append(r.node)
+        self._allow_borrow = allow_borrow
+        try:  # the kept trial's elastic growth, which the trial left out (`grow`)
+            self.grow(job, placed, known.within)
+        finally:
+            self._allow_borrow = True
         self._trials.clear()
-        return Attempt(list(known.replicas))
+        return Attempt(placed, within=known.within)
 
     def _quota_rules_out(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool) -> bool:
         """Whether `_quota_ok` must refuse every placement of the job with `victims` out of the
@@ -746,6 +753,15 @@ class KueueEngine(GreedyEngine):
             nodes = eligibility.mask(p, job, g)
             out |= nodes if g.index not in flavors else nodes & p.flavor_nodes[flavors[g.index]]
         return out
+
+    def grow(self, job: JobSpec, placed: list[PlacedReplica], restrict: BArray | None) -> None:
+        """The base engine's elastic growth, except in a trial: a trial's verdict is its minimum's
+        (growth stops before any rule `_quota_ok` or the job-level rules would break, so a grown
+        placement is refused exactly when its minimum is), so a preemption search's trials place
+        the minimum only and the kept one grows once, on the round's ledger (`_fits_without`),
+        and the priority diagnostic never grows."""
+        if self._inside is None:
+            super().grow(job, placed, restrict)
 
     def growth_allowed(self, job: JobSpec, placed: list[PlacedReplica]) -> bool:
         """Elastic growth stops where `_quota_ok` would refuse the job (above nominal in a trial

@@ -8,7 +8,9 @@ again only the evictions the step can make illegal (`evictions.EvictionBook`: th
 tenants it reclaims from, the evictions its room clause does not serve, the reclaiming flavors
 kept as they grow), and the priority diagnostic's
 trial moves on the nodes only the victims that sit where the job may go (`_fits_released`), so
-the plan with these switched off is the same plan. Trials run on a copy of the ledger with
+the plan with these switched off is the same plan. A search whose shortest prefix ends with a
+victim no reclaim may take and no reprieve puts back stops before the fill-back
+(`_refused_with`): the step it would give is refused anyway. Trials run on a copy of the ledger with
 cloned cursors, so a trial leaves the round's ledger and change log as they were.
 """
 
@@ -37,6 +39,7 @@ def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
         m.setattr(evictions.EvictionBook, "legal_with", _judged_whole)
         m.setattr(evictions.EvictionBook, "reclaiming_with", _reclaiming_whole)
         m.setattr(kueue.KueueEngine, "_fits_released", _released_everywhere)
+        m.setattr(kueue.KueueEngine, "_refused_with", lambda self, job, last: False)
         return kueue.solve_kueue(p)
 
 
@@ -319,3 +322,113 @@ def _add_without_reclaiming(self: evictions.EvictionBook, victim: JobSpec, reaso
     self.entries.append((victim, reason, by))
     if reason != "migrated" and not by.nodes & serving.victim_nodes(victim):
         self.quota_served.append(len(self.entries) - 1)
+
+
+def _unreclaimable_round(b_nominal: int = 12, xb_bandwidth: int = 100) -> tuple[Cluster, Queue]:
+    """Tenants a (nominal 4 GPUs), b (12) and c (8, idle) share a cohort of 24 GPUs on n1 (rack
+    r1), n2 (r2) and n3 (r1). a runs ya (4 GPUs on n3); b runs xb (4 GPUs on n1 and 4 on n2,
+    100 Gbps between them: it crosses both racks' uplinks), within its nominal. b2 (2 x 4 GPUs)
+    borrows 4 and goes first (the lower share: b's weight is 4); then a1 (2 x 4 GPUs, borrowing: its tenant's
+    `borrow_within_cohort` lets it reclaim lower priorities) finds only n3's 4 GPUs free and xb
+    its one candidate (b borrows now). xb's tenant did not borrow at the round's start, so
+    no reclaim of it is legal (rule 6), and a reprieve never puts it back (its traffic crosses an
+    uplink): the search stops at its shortest prefix [xb]. With `b_nominal` below 8, b borrows
+    at the start and xb may be reclaimed; with `xb_bandwidth` 0 a reprieve may put xb back.
+    c's nominal keeps the cohort's quota at 24."""
+    def job(jid: str, tenant: str, priority: int, replicas: int, submitted: int, bandwidth: int = 0
+            ) -> dict[str, Any]:
+        return {"id": jid, "tenant": tenant, "priority": priority, "submitted_at": submitted, "gang": True,
+                "bandwidth_gbps": bandwidth, "groups": [{"name": "w", "replicas": {"min": replicas, "max": replicas},
+                                                         "request": {"gpu": 4, "cpu": 1000}}]}
+
+    def node(i: int, rack: str) -> dict[str, Any]:
+        return {"id": f"n{i}", "domain": rack, "capacity": {"cpu": 64000, "memory": 262144},
+                "devices": {"model": "G", "count": 8}}
+
+    policy = {"within_tenant": "lower_priority", "reclaim_within_cohort": "any",
+              "borrow_within_cohort": {"policy": "lower_priority"}}
+    running = [{"job": {**job("ya", "a", 10, 1, 0), "preemptible": False}, "started_at": 0,
+                "placements": [{"group": "w", "replica": 0, "node": "n3", "devices": [0, 1, 2, 3]}]},
+               {"job": {**job("xb", "b", 10, 2, 0, bandwidth=xb_bandwidth), "preemptible": True}, "started_at": 0,
+                "placements": [{"group": "w", "replica": 0, "node": "n1", "devices": [0, 1, 2, 3]},
+                               {"group": "w", "replica": 1, "node": "n2", "devices": [0, 1, 2, 3]}]}]
+    cluster = Cluster.model_validate({
+        "topology": {"levels": ["spine", "rack"],
+                     "domains": [{"id": "s", "level": "spine"},
+                                 {"id": "r1", "level": "rack", "parent": "s", "uplink_gbps": 400},
+                                 {"id": "r2", "level": "rack", "parent": "s", "uplink_gbps": 400}]},
+        "device_models": {"G": {}},
+        "nodes": [node(1, "r1"), node(2, "r2"), node(3, "r1")],
+        "tenants": [{"name": t, "cohort": "org", "quotas": {"G": {"nominal": n}}, "preemption": policy,
+                     "weight": 4.0 if t == "b" else 1.0}
+                    for t, n in (("a", 4), ("b", b_nominal), ("c", 20 - b_nominal))],
+        "running": running})
+    queue = Queue.model_validate({"now": 100, "jobs": [job("b2", "b", 200, 2, 1), job("a1", "a", 100, 2, 2)]})
+    return cluster, queue
+
+
+def test_a_search_ending_with_an_unreclaimable_victim_stops_before_the_fill_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On `_unreclaimable_round`, a1's search stops after the prefix search (`_refused_with`), so
+    no step is kept and judged; the plan (b2 admitted, a1 deferred, nothing evicted) is the one
+    the fill-back, the kept trial and the legality check give with the stop switched off, where
+    the check refuses xb's reclaim by the rule the stop reads."""
+    c, q = _unreclaimable_round()
+    p = compile_problem(c, q)
+    xb = p.running[p.running_index["xb"]]
+    assert not preemption.reclaimable(p, xb)
+    kept: list[str] = []
+    refused: list[tuple[str, str]] = []
+    original_evict, original_legal = kueue.KueueEngine._evict_for, kueue.KueueEngine._legal
+
+    def evicting(self: kueue.KueueEngine, job: JobSpec, targets: list[JobSpec], reason_of: dict[str, str],
+                 allow_borrow: bool) -> Any:
+        kept.append(job.id)
+        return original_evict(self, job, targets, reason_of, allow_borrow)
+
+    def judging(self: kueue.KueueEngine, job: JobSpec, att: Any, chosen: list[tuple[JobSpec, str]]) -> bool:
+        out = original_legal(self, job, att, chosen)
+        if not out:
+            refused.extend((v.id, job.id) for v, _ in chosen)
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(kueue.KueueEngine, "_evict_for", evicting)
+        m.setattr(kueue.KueueEngine, "_legal", judging)
+        plan = kueue.solve_kueue(p)
+        assert kept == [] and refused == []
+        m.setattr(kueue.KueueEngine, "_refused_with", lambda self, job, last: False)
+        blind = kueue.solve_kueue(compile_problem(c, q))
+    assert kept == ["a1"] and refused == [("xb", "a1")]
+    assert check_problem(p, plan) == []
+    assert {x.job for x in plan.placements} == {"b2"} and plan.evictions == []
+    assert [d.job for d in plan.deferred] == ["a1"]
+    assert _decisions(plan) == _decisions(blind)
+
+
+@pytest.mark.parametrize(("b_nominal", "xb_bandwidth"), [(4, 100), (12, 0)])
+def test_a_victim_that_may_be_reclaimed_or_put_back_does_not_stop_the_search(
+        b_nominal: int, xb_bandwidth: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_refused_with` reads both of its conditions: where b borrowed at the round's start, xb's
+    reclaim is legal and a1 is admitted with xb evicted; where xb's traffic crosses no uplink, a
+    reprieve could put it back, so the step is kept and judged (and refused)."""
+    c, q = _unreclaimable_round(b_nominal, xb_bandwidth)
+    p = compile_problem(c, q)
+    kept: list[str] = []
+    original_evict = kueue.KueueEngine._evict_for
+
+    def evicting(self: kueue.KueueEngine, job: JobSpec, targets: list[JobSpec], reason_of: dict[str, str],
+                 allow_borrow: bool) -> Any:
+        kept.append(job.id)
+        return original_evict(self, job, targets, reason_of, allow_borrow)
+
+    with monkeypatch.context() as m:
+        m.setattr(kueue.KueueEngine, "_evict_for", evicting)
+        plan = kueue.solve_kueue(p)
+    assert kept == ["a1"]
+    assert check_problem(p, plan) == []
+    if b_nominal < 8:
+        assert [(e.job, e.by) for e in plan.evictions] == [("xb", "a1")]
+        assert {x.job for x in plan.placements} == {"a1", "b2"}
+    else:
+        assert plan.evictions == [] and [d.job for d in plan.deferred] == ["a1"]

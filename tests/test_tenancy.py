@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -700,3 +701,36 @@ def test_solvers_evict_for_room_beside_the_victim(solver: str) -> None:
     _, plan = solve(solver, c, [job("a-high", "a", cpus=16, priority=1)])
     assert evicted(plan) == {"a-low": ("preempted", "a-high")}
     assert [(pl.job, pl.node) for pl in plan.placements] == [("a-high", "n0")]
+
+
+BORROW_CLAUSE = "victim's tenant does not borrow a flavor that the victim and the preemptor use"
+"""The message of rule 6's borrowing clause (`preemption.eviction_problems`)."""
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=contended_rounds())
+def test_reclaimable_is_the_borrowing_clause_at_its_loosest(data: tuple[Cluster, Queue]) -> None:
+    """`preemption.reclaimable(victim)` is rule 6's borrowing clause for a preemptor that uses
+    every flavor, no other reclaim before it: where it is False the clause refuses the reclaim
+    for every preemptor, within nominal or not, and every earlier reclaim of the tenant (the
+    `kueue` baseline then stops a search that must end refused), and where it is True the
+    loosest reclaim passes the clause."""
+    from optsched.concerns.tenancy import preemption
+
+    c, q = data
+    p = compile_problem(c, q)
+    flavors = len(p.flavors)
+    for victim in p.running:
+        may = preemption.reclaimable(p, victim)
+        for job in p.jobs:
+            if job.tenant == victim.tenant:
+                continue
+            for uses, within, others in ((np.ones(flavors), True, None), (np.ones(flavors), False, None),
+                                         (np.ones(flavors), True, np.full(flavors, 2.0))):
+                by = preemption.Preemptor(job, uses, within, frozenset(), np.zeros((len(p.tenant_names), flavors)))
+                clause = any(m.startswith(BORROW_CLAUSE)
+                             for m in preemption.eviction_problems(p, victim, "reclaimed", by, others))
+                if not may:
+                    assert clause
+                elif others is None:
+                    assert not clause

@@ -409,7 +409,8 @@ class KueueEngine(GreedyEngine):
         return out
 
     def _targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
-        """The shortest prefix of `cands` after whose eviction the job fits, minimised in reverse."""
+        """The shortest prefix of `cands` after whose eviction the job fits, minimised in reverse;
+        none where no prefix fits or the step it gives must be refused (`_refused_with`)."""
         try:
             return self._shortest_targets(job, cands, allow_borrow)
         finally:
@@ -434,6 +435,8 @@ class KueueEngine(GreedyEngine):
             else:
                 lo = mid + 1
         targets = cands[:hi]
+        if self._refused_with(job, targets[-1]):
+            return []  # every list the fill-back leaves holds it, and `_evict_for` must refuse it
         # Kueue's fill-back (`fillBackWorkloads`): the last target is needed (the prefix without
         # it did not fit); the others, from the last to the first, are given back if the job
         # still fits without them. Given back a block at a time: when the job fits with a whole
@@ -455,6 +458,22 @@ class KueueEngine(GreedyEngine):
 
         give_back(list(range(len(targets) - 2, -1, -1)))
         return [targets[i] for i in sorted(kept)]
+
+    def _refused_with(self, job: JobSpec, last: JobSpec) -> bool:
+        """Whether a preemption step whose targets hold `last`, the last of the shortest prefix
+        the job fits after (which the fill-back never gives back), must be refused: `last` is
+        another tenant's job (`reclaimed`) that no reclaim may take (`preemption.reclaimable`:
+        its tenant did not borrow, at the round's start, a flavor it holds), and `_reprieve`
+        never puts it back (`_stays_evicted`), so the validator's rule 6 refuses every step that
+        keeps it. The fill-back and the kept trial are then not run (the plan is the same)."""
+        return last.tenant != job.tenant and self._stays_evicted(last) and not preemption.reclaimable(self.p, last)
+
+    def _stays_evicted(self, victim: JobSpec) -> bool:
+        """Whether `_reprieve` keeps the target out whatever the placement: its collective traffic
+        crosses an uplink (the job may use the bandwidth it frees)."""
+        p = self.p
+        return victim.bandwidth > 0 and bool(len(crossed_domains(
+            p, np.array(sorted(serving.victim_nodes(victim)), dtype=np.int64))))
 
     def _preempt(self, job: JobSpec, failure: str) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
         """Kueue's classic preemption targets for `job` (which failed for `failure`); on success
@@ -618,7 +637,7 @@ class KueueEngine(GreedyEngine):
         reprieved: list[int] = []
         by = self._preemptor(job, att.replicas, self._plan_usage())
         for v, _reason in reversed(chosen):
-            if v.bandwidth > 0 and len(crossed_domains(p, np.array(sorted(serving.victim_nodes(v)), dtype=np.int64))):
+            if self._stays_evicted(v):
                 continue
             rest = self._step_evictions(job, att, [(o, r) for o, r in chosen if o.index != v.index
                                                    and o.index not in reprieved])

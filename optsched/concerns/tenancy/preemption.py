@@ -145,6 +145,16 @@ def eviction_problems(p: Problem, victim: JobSpec, reason: str, by: Preemptor | 
     return out
 
 
+def reclaimable(p: Problem, victim: JobSpec) -> bool:
+    """Whether any reclaim of the running job `victim` can pass the borrowing clause of
+    `eviction_problems`: its tenant borrowed, at the start of the round, a flavor the victim
+    holds. The clause reads that usage less the tenant's jobs reclaimed before it (never more)
+    and asks the preemptor to use the flavor too (never looser), so where this is False every
+    `reclaimed` eviction of the victim is illegal, in every plan and every reclaim order."""
+    used = running_usage_before(p)[victim.tenant]
+    return bool(np.any((used > p.nominal[victim.tenant] + 1e-9) & (held_flavors(p, victim) > 0)))
+
+
 def preempts_while_borrowing(p: Problem, tenant: int) -> bool:
     """Whether the tenant's jobs may preempt with a request above its nominal quota: its
     `borrow_within_cohort` policy is `lower_priority`, or fair sharing is on and its

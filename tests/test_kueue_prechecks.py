@@ -10,7 +10,8 @@ kept as they grow), and the priority diagnostic's
 trial moves on the nodes only the victims that sit where the job may go (`_fits_released`), so
 the plan with these switched off is the same plan. A search whose shortest prefix ends with a
 victim no reclaim may take and no reprieve puts back stops before the fill-back
-(`_refused_with`): the step it would give is refused anyway. Trials run on a copy of the ledger with
+(`_refusing`), or whose possible last targets all are, stops: the step it would give is refused
+anyway. Trials run on a copy of the ledger with
 cloned cursors, so a trial leaves the round's ledger and change log as they were.
 """
 
@@ -39,7 +40,7 @@ def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
         m.setattr(evictions.EvictionBook, "legal_with", _judged_whole)
         m.setattr(evictions.EvictionBook, "reclaiming_with", _reclaiming_whole)
         m.setattr(kueue.KueueEngine, "_fits_released", _released_everywhere)
-        m.setattr(kueue.KueueEngine, "_refused_with", lambda self, job, last: False)
+        m.setattr(kueue.KueueEngine, "_refusing", _refusing_none)
         return kueue.solve_kueue(p)
 
 
@@ -71,6 +72,11 @@ def _released_everywhere(self: kueue.KueueEngine, job: JobSpec, victims: list[Jo
     return fits is not None
 
 
+def _refusing_none(self: kueue.KueueEngine, job: JobSpec, cands: list[JobSpec]) -> BArray:
+    """`_refusing` that never stops a search."""
+    return np.zeros(len(cands), dtype=bool)
+
+
 def _decisions(plan: Plan) -> dict[str, Any]:
     return {"placements": [pl.model_dump() for pl in plan.placements],
             "deferred": [d.model_dump() for d in plan.deferred],
@@ -87,6 +93,11 @@ def test_prechecks_leave_contended_plans_unchanged(data: tuple[Cluster, Queue],
     plan = kueue.solve_kueue(p)
     assert check_problem(p, plan) == []
     assert _decisions(plan) == _decisions(_without_prechecks(compile_problem(c, q), monkeypatch))
+    engine = kueue.KueueEngine(p)  # the search's stop, per candidate, is the rules' verdict one by one
+    for job in p.jobs:
+        refusing = engine._refusing(job, list(p.running)).tolist()
+        assert refusing == [v.tenant != job.tenant and kueue.KueueEngine._stays_evicted(p, v)
+                            and not preemption.reclaimable(p, v) for v in p.running]
 
 
 def test_quota_precheck_refuses_trials_and_leaves_the_plan_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -369,7 +380,7 @@ def _unreclaimable_round(b_nominal: int = 12, xb_bandwidth: int = 100) -> tuple[
 
 def test_a_search_ending_with_an_unreclaimable_victim_stops_before_the_fill_back(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """On `_unreclaimable_round`, a1's search stops after the prefix search (`_refused_with`), so
+    """On `_unreclaimable_round`, a1's search stops before its trials (`_refusing`), so
     no step is kept and judged; the plan (b2 admitted, a1 deferred, nothing evicted) is the one
     the fill-back, the kept trial and the legality check give with the stop switched off, where
     the check refuses xb's reclaim by the rule the stop reads."""
@@ -397,7 +408,7 @@ def test_a_search_ending_with_an_unreclaimable_victim_stops_before_the_fill_back
         m.setattr(kueue.KueueEngine, "_legal", judging)
         plan = kueue.solve_kueue(p)
         assert kept == [] and refused == []
-        m.setattr(kueue.KueueEngine, "_refused_with", lambda self, job, last: False)
+        m.setattr(kueue.KueueEngine, "_refusing", _refusing_none)
         blind = kueue.solve_kueue(compile_problem(c, q))
     assert kept == ["a1"] and refused == [("xb", "a1")]
     assert check_problem(p, plan) == []
@@ -409,7 +420,7 @@ def test_a_search_ending_with_an_unreclaimable_victim_stops_before_the_fill_back
 @pytest.mark.parametrize(("b_nominal", "xb_bandwidth"), [(4, 100), (12, 0)])
 def test_a_victim_that_may_be_reclaimed_or_put_back_does_not_stop_the_search(
         b_nominal: int, xb_bandwidth: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`_refused_with` reads both of its conditions: where b borrowed at the round's start, xb's
+    """`_refusing` reads both of its conditions: where b borrowed at the round's start, xb's
     reclaim is legal and a1 is admitted with xb evicted; where xb's traffic crosses no uplink, a
     reprieve could put it back, so the step is kept and judged (and refused)."""
     c, q = _unreclaimable_round(b_nominal, xb_bandwidth)

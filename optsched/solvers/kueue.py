@@ -70,7 +70,7 @@ from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, PlacedReplica, crossed_domains, flavor_use
+from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Plan, SolverStats
 from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
 from optsched.solvers import fairpreempt
@@ -135,6 +135,8 @@ class KueueEngine(GreedyEngine):
         """The priority diagnostic's trials, by victim set (`_fits_released`)."""
         self._allow_borrow = True
         """Whether the placement under way may borrow (`_quota_ok`'s rule that its growth keeps)."""
+        self._unkept: BArray | None = None
+        """Per running job: reclaimed, it makes any step that keeps it illegal (`_refusing`)."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -410,7 +412,7 @@ class KueueEngine(GreedyEngine):
 
     def _targets(self, job: JobSpec, cands: list[JobSpec], allow_borrow: bool) -> list[JobSpec]:
         """The shortest prefix of `cands` after whose eviction the job fits, minimised in reverse;
-        none where no prefix fits or the step it gives must be refused (`_refused_with`)."""
+        none where no prefix fits or the step it gives must be refused (`_refusing`)."""
         try:
             return self._shortest_targets(job, cands, allow_borrow)
         finally:
@@ -421,22 +423,36 @@ class KueueEngine(GreedyEngine):
         start = self._first_quota_prefix(job, cands, allow_borrow)  # shorter prefixes cannot fit
         if start > len(cands):
             return []
+        # The shortest prefix's last target stays through the fill-back; where every candidate it
+        # may still be refuses the step (`_refusing`), the search ends with no targets: the step
+        # it would give is refused anyway (the plan is the same, with fewer trials).
+        open_ = np.concatenate([[0], np.cumsum(~self._refusing(job, cands))])
+
+        def refused(shortest_from: int, shortest_to: int) -> bool:  # every prefix length between
+            return bool(open_[shortest_to] == open_[shortest_from - 1])
+
         lo = hi = start  # galloping from there: most jobs need one or two victims more
+        if refused(start, len(cands)):
+            return []
         if self._fits_without(job, cands[:start], allow_borrow, keep=False) is None:
             if self._fits_without(job, cands, allow_borrow, keep=False) is None:
                 return []
             lo, hi = start + 1, min(start + 1, len(cands))
             while hi < len(cands) and self._fits_without(job, cands[:hi], allow_borrow, keep=False) is None:
                 lo, hi = hi + 1, min(start - 1 + 2 * (hi - start + 1), len(cands))
+                if refused(lo, len(cands)):
+                    return []
         while lo < hi:  # fits with cands[:hi]; find the shortest such prefix (fit grows with it)
+            if refused(lo, hi):
+                return []
             mid = (lo + hi) // 2
             if self._fits_without(job, cands[:mid], allow_borrow, keep=False) is not None:
                 hi = mid
             else:
                 lo = mid + 1
+        if refused(hi, hi):
+            return []
         targets = cands[:hi]
-        if self._refused_with(job, targets[-1]):
-            return []  # every list the fill-back leaves holds it, and `_evict_for` must refuse it
         # Kueue's fill-back (`fillBackWorkloads`): the last target is needed (the prefix without
         # it did not fit); the others, from the last to the first, are given back if the job
         # still fits without them. Given back a block at a time: when the job fits with a whole
@@ -459,19 +475,26 @@ class KueueEngine(GreedyEngine):
         give_back(list(range(len(targets) - 2, -1, -1)))
         return [targets[i] for i in sorted(kept)]
 
-    def _refused_with(self, job: JobSpec, last: JobSpec) -> bool:
-        """Whether a preemption step whose targets hold `last`, the last of the shortest prefix
-        the job fits after (which the fill-back never gives back), must be refused: `last` is
-        another tenant's job (`reclaimed`) that no reclaim may take (`preemption.reclaimable`:
-        its tenant did not borrow, at the round's start, a flavor it holds), and `_reprieve`
-        never puts it back (`_stays_evicted`), so the validator's rule 6 refuses every step that
-        keeps it. The fill-back and the kept trial are then not run (the plan is the same)."""
-        return last.tenant != job.tenant and self._stays_evicted(last) and not preemption.reclaimable(self.p, last)
+    def _refusing(self, job: JobSpec, cands: list[JobSpec]) -> BArray:
+        """Per candidate: whether a preemption step whose targets hold it as the last of the
+        shortest prefix the job fits after (which the fill-back never gives back) must be
+        refused: another tenant's job (`reclaimed`) that no reclaim may take
+        (`preemption.reclaimable`: its tenant did not borrow, at the round's start, a flavor it
+        holds) and that `_reprieve` never puts back (`_stays_evicted`), so that the validator's
+        rule 6 refuses every step that keeps it."""
+        index = np.array([v.index for v in cands], dtype=np.int64)
+        if self._unkept is None:  # per running job, fixed for the round
+            p = self.p
+            pack = p.derived(RUNNING_PACK)
+            crosses = pack.cross_start[1:] > pack.cross_start[:-1]
+            self._unkept = (pack.bandwidth > 0) & crosses & ~preemption.reclaimable_running(p)
+        out: BArray = self._unkept[index] & (running.running_table(self.p).tenant[index] != job.tenant)
+        return out
 
-    def _stays_evicted(self, victim: JobSpec) -> bool:
+    @staticmethod
+    def _stays_evicted(p: Problem, victim: JobSpec) -> bool:
         """Whether `_reprieve` keeps the target out whatever the placement: its collective traffic
         crosses an uplink (the job may use the bandwidth it frees)."""
-        p = self.p
         return victim.bandwidth > 0 and bool(len(crossed_domains(
             p, np.array(sorted(serving.victim_nodes(victim)), dtype=np.int64))))
 
@@ -637,7 +660,7 @@ class KueueEngine(GreedyEngine):
         reprieved: list[int] = []
         by = self._preemptor(job, att.replicas, self._plan_usage())
         for v, _reason in reversed(chosen):
-            if self._stays_evicted(v):
+            if self._stays_evicted(p, v):
                 continue
             rest = self._step_evictions(job, att, [(o, r) for o, r in chosen if o.index != v.index
                                                    and o.index not in reprieved])

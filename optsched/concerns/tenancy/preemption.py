@@ -151,8 +151,27 @@ def reclaimable(p: Problem, victim: JobSpec) -> bool:
     holds. The clause reads that usage less the tenant's jobs reclaimed before it (never more)
     and asks the preemptor to use the flavor too (never looser), so where this is False every
     `reclaimed` eviction of the victim is illegal, in every plan and every reclaim order."""
+    if victim.running and victim.index < len(p.running) and p.running[victim.index] is victim:
+        return bool(reclaimable_running(p)[victim.index])
     used = running_usage_before(p)[victim.tenant]
     return bool(np.any((used > p.nominal[victim.tenant] + 1e-9) & (held_flavors(p, victim) > 0)))
+
+
+def reclaimable_running(p: Problem) -> BArray:
+    """`reclaimable` of every running job of the round, in `Problem.running` order (read-only)."""
+    return p.derived(RECLAIMABLE)
+
+
+def _reclaimable_running(p: Problem) -> BArray:
+    table = running_table(p)
+    used = running_usage_before(p)[table.tenant]
+    out: BArray = np.any((used > p.nominal[table.tenant] + 1e-9) & (table.held > 0), axis=1)
+    out.setflags(write=False)
+    return out
+
+
+RECLAIMABLE: Derived[BArray] = Derived("preemption.reclaimable", _reclaimable_running)
+"""`reclaimable_running` of the round."""
 
 
 def preempts_while_borrowing(p: Problem, tenant: int) -> bool:

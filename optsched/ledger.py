@@ -440,6 +440,24 @@ CAP_ROWS: Derived[list[list[float]]] = Derived("ledger.cap_rows", _cap_rows)
 """`CAP_WITH_TOLERANCE` as Python floats per node (`Ledger.fits_one`)."""
 
 
+NODE_ARRAYS = ("used", "score_pad", "free_whole", "max_group_free", "max_share_free")
+"""The `Ledger` arrays with one row per node (`dev_used` has one per device)."""
+
+
+@dataclass(frozen=True)
+class NodeRows:
+    """A ledger's usage on some nodes (their rows of `NODE_ARRAYS`, their devices' `dev_used`) and
+    its quota and uplink usage, copied: what makes another ledger of the same problem equal to it
+    where the two differ only on those nodes (`Ledger.load_rows`; a replica kept in another
+    process, `optsched.solvers.diagnosis`)."""
+
+    nodes: IArray
+    per_node: dict[str, np.ndarray]
+    dev_used: FArray
+    uplink_load: FArray
+    quota_used: FArray
+
+
 class Ledger:
     """Resource, device, fabric and quota usage accumulated over replicas."""
 
@@ -578,6 +596,24 @@ class Ledger:
             setattr(other, name, getattr(self, name).copy())
         return other
 
+    def rows(self, nodes: IArray) -> NodeRows:
+        """This ledger's usage on `nodes` (sorted, distinct) and its quota and uplink usage, copied."""
+        p = self.problem
+        devices, _ = _ranges(p.node_dev_start[nodes], p.node_dev_count[nodes])
+        return NodeRows(nodes.copy(), {name: getattr(self, name)[nodes].copy() for name in NODE_ARRAYS},
+                        self.dev_used[devices].copy(), self.uplink_load.copy(), self.quota_used.copy())
+
+    def load_rows(self, rows: NodeRows) -> None:
+        """Take `rows` (another ledger's, of the same problem) as this ledger's: equal to that one
+        where the two differed only on `rows.nodes` (the values themselves, bit for bit)."""
+        p = self.problem
+        for name in NODE_ARRAYS:
+            getattr(self, name)[rows.nodes] = rows.per_node[name]
+        devices, _ = _ranges(p.node_dev_start[rows.nodes], p.node_dev_count[rows.nodes])
+        self.dev_used[devices] = rows.dev_used
+        self.uplink_load[...] = rows.uplink_load
+        self.quota_used[...] = rows.quota_used
+
     @classmethod
     def with_running(cls, problem: Problem) -> Ledger:
         """A ledger holding every running job where it sits (built once per problem, then copied)."""
@@ -628,7 +664,7 @@ class Ledger:
         self._add_running_quota(pack, move.jobs, move.weights)
         if not len(nodes):
             return
-        for name in ("used", "score_pad", "free_whole", "max_group_free", "max_share_free"):
+        for name in NODE_ARRAYS:
             getattr(self, name)[nodes] = getattr(base, name)[nodes]
         devices, _ = _ranges(p.node_dev_start[nodes], p.node_dev_count[nodes])
         self.dev_used[devices] = base.dev_used[devices]

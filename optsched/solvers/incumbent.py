@@ -183,8 +183,9 @@ def _kueue_candidate(p: Problem, time_limit: float, seed: int, *, preempt_until:
     now = clock.now()
     if now >= until:
         return None
-    plan = solve_kueue(p, time_limit=until - now, seed=seed,
-                       preempt_within=None if preempt_until is None else max(0.0, preempt_until - now))
+    plan = solve_kueue(p, time_limit=until - now, seed=seed,  # within the round's budget: no fork to wait on
+                       preempt_within=None if preempt_until is None else max(0.0, preempt_until - now),
+                       diagnose_beside=False)
     return plan.model_copy(update={"objective": evaluate_problem(p, plan).objective()})
 
 

@@ -72,8 +72,8 @@ from optsched.concerns.tenancy import fairshare, preemption, quota, running, ser
 from optsched.latency import gc_paused
 from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, crossed_domains, flavor_use
 from optsched.model.plan import Plan, SolverStats
-from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
-from optsched.solvers import fairpreempt
+from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
+from optsched.solvers import diagnosis, fairpreempt
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.evictions import EvictionBook, Judged
 from optsched.solvers.flavors import FlavorAssigner
@@ -135,6 +135,10 @@ class KueueEngine(GreedyEngine):
         """The priority diagnostic's trials, by victim set (`_fits_released`)."""
         self._allow_borrow = True
         """Whether the placement under way may borrow (`_quota_ok`'s rule that its growth keeps)."""
+        self.diagnose_beside = False
+        """Whether `run` diagnoses deferred jobs beside the round (`optsched.solvers.diagnosis`)."""
+        self._beside: diagnosis.Beside | None = None
+        """The forked copy diagnosing this round's deferred jobs, while `run` runs with it."""
         self._unkept: BArray | None = None
         """Per running job: reclaimed, it makes any step that keeps it illegal (`_refusing`)."""
 
@@ -767,6 +771,43 @@ class KueueEngine(GreedyEngine):
             f"{att.failure}: {len(holders)} preemptible running jobs of priority >= {job.priority} hold nodes "
             "it may use, and its tenant's policies do not evict them"))
 
+    def run(self, deadline: float = math.inf) -> tuple[dict[str, list[PlacedReplica]], dict[str, tuple[str, str]]]:
+        """The base engine's round; with `diagnose_beside` (and where `diagnosis.usable`), the
+        deferred jobs' priority diagnostic runs in a forked copy of the engine, its verdicts taken
+        as the round ends (the same as inline: `optsched.solvers.diagnosis`)."""
+        self.deadline = deadline  # the copy's, too
+        if not (self.diagnose_beside and diagnosis.usable(self.p)):
+            return super().run(deadline)
+        self._beside = diagnosis.Beside(self)
+        try:
+            placed, deferred = super().run(deadline)
+            for index, why in self._beside.answers().items():
+                deferred[self.p.jobs[index].id] = why
+            return placed, deferred
+        finally:
+            self._beside.close()
+            self._beside = None
+
+    def diagnosis_request(self, job: int, failure: str, detail: str, nodes: IArray) -> diagnosis.Request:
+        """What the priority diagnostic of `job` (index; deferred for `failure`) reads of the round
+        now that a copy of this engine lacks, the round's ledger differing from the copy's only on
+        `nodes` (`diagnosis.Beside`)."""
+        p = self.p
+        return diagnosis.Request(job, failure, detail, self.ledger.rows(nodes), self.alive.copy(),
+                                 self.no_borrow.copy(), self.flavors.assign(p.jobs[job]))
+
+    def diagnose_request(self, request: diagnosis.Request) -> tuple[str, str]:
+        """In the copy: take the request's state as the round's, then the job's diagnostic
+        (`_blocked_by_priority`): its deferral reason and detail."""
+        job = self.p.jobs[request.job]
+        self.ledger.load_rows(request.rows)
+        self.changed.extend(request.rows.nodes)  # the cursors and kept trials re-read these nodes
+        self.alive[...] = request.alive
+        self.no_borrow[...] = request.no_borrow
+        self.flavors.fix(job, request.assignment)
+        att = self._blocked_by_priority(job, Attempt(failure=request.failure, detail=request.detail))
+        return att.failure or "", att.detail
+
     def _fits_released(self, job: JobSpec, victims: list[JobSpec]) -> bool:
         """Whether the job fits, borrowing allowed, with `victims` out of the ledger:
         `_fits_without`'s trial for the priority diagnostic, its outcome not remembered, on the
@@ -854,6 +895,9 @@ class KueueEngine(GreedyEngine):
         if got is None:
             if att.failure == "quota":
                 self._hold_capacity(job)
+            if self._beside is not None:  # its reason is settled beside the round (`run`)
+                self._beside.ask(self, job.index, att.failure, att.detail)
+                return att
             return self._blocked_by_priority(job, att)
         new, chosen = got
         by = self._preemptor(job, new.replicas, self._plan_usage())
@@ -867,16 +911,19 @@ class KueueEngine(GreedyEngine):
 
 
 def solve_kueue(p: Problem, *, time_limit: float = math.inf, seed: int = 0,
-                preempt_within: float | None = None) -> Plan:
+                preempt_within: float | None = None, diagnose_beside: bool = True) -> Plan:
     """Run the `kueue` baseline on a compiled problem and return its plan (evictions included).
 
     `preempt_within` (seconds): after it, jobs that do not fit are deferred without trying
     preemption (the queue order puts the jobs that preempt first; the CP-SAT round uses this to
-    get a Kueue plan within a short time limit).
+    get a Kueue plan within a short time limit). `diagnose_beside`: the deferred jobs' priority
+    diagnostic runs in a forked process where that is safe and pays (`diagnosis.usable`; the
+    same plan either way).
     """
     start = clock.now()
     with gc_paused():  # as in every solve (optsched.latency)
         engine = KueueEngine(p)
+        engine.diagnose_beside = diagnose_beside
         engine.preempt_deadline = start + (math.inf if preempt_within is None else preempt_within)
         placed, deferred = engine.run(deadline=start + time_limit)
         wall = clock.now() - start

@@ -199,15 +199,15 @@ def test_a_kept_diagnostic_trial_is_the_fresh_one(monkeypatch: pytest.MonkeyPatc
         self.clear()
         return original(self, ledger, log, jobs, near)
 
-    with monkeypatch.context() as m:
+    with monkeypatch.context() as m:  # the diagnostic inline: in this process, where `compared` looks
         m.setattr(trials.KeptTrials, "get", compared)
         p = compile_problem(c, q)
-        plan = kueue.solve_kueue(p)
+        plan = kueue.solve_kueue(p, diagnose_beside=False)
     assert sum(reused) >= 10
     assert check_problem(p, plan) == []
     with monkeypatch.context() as m:
         m.setattr(trials.KeptTrials, "get", always_fresh)
-        fresh_plan = kueue.solve_kueue(compile_problem(c, q))
+        fresh_plan = kueue.solve_kueue(compile_problem(c, q), diagnose_beside=False)
     assert _decisions(plan) == _decisions(fresh_plan)
 
 

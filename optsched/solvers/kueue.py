@@ -778,7 +778,10 @@ class KueueEngine(GreedyEngine):
         self.deadline = deadline  # the copy's, too
         if not (self.diagnose_beside and diagnosis.usable(self.p)):
             return super().run(deadline)
-        self._beside = diagnosis.Beside(self)
+        try:
+            self._beside = diagnosis.Beside(self)
+        except OSError:  # no process to fork (a limit): the diagnostic inline
+            return super().run(deadline)
         try:
             placed, deferred = super().run(deadline)
             for index, why in self._beside.answers().items():

@@ -77,6 +77,14 @@ def _refusing_none(self: kueue.KueueEngine, job: JobSpec, cands: list[JobSpec]) 
     return np.zeros(len(cands), dtype=bool)
 
 
+def _crosses_uplink(p: Problem, victim: JobSpec) -> bool:
+    """The reprieve's rule, from the victim's nodes: its traffic crosses an uplink."""
+    from optsched.ledger import crossed_domains
+
+    nodes = np.array(sorted(serving.victim_nodes(victim)), dtype=np.int64)
+    return victim.bandwidth > 0 and bool(len(crossed_domains(p, nodes)))
+
+
 def _decisions(plan: Plan) -> dict[str, Any]:
     return {"placements": [pl.model_dump() for pl in plan.placements],
             "deferred": [d.model_dump() for d in plan.deferred],
@@ -96,8 +104,8 @@ def test_prechecks_leave_contended_plans_unchanged(data: tuple[Cluster, Queue],
     engine = kueue.KueueEngine(p)  # the search's stop, per candidate, is the rules' verdict one by one
     for job in p.jobs:
         refusing = engine._refusing(job, list(p.running)).tolist()
-        assert refusing == [v.tenant != job.tenant and kueue.KueueEngine._stays_evicted(p, v)
-                            and not preemption.reclaimable(p, v) for v in p.running]
+        assert refusing == [v.tenant != job.tenant and _crosses_uplink(p, v) and not preemption.reclaimable(p, v)
+                            for v in p.running]
 
 
 def test_quota_precheck_refuses_trials_and_leaves_the_plan_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -70,9 +70,9 @@ from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, crossed_domains, flavor_use
+from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, flavor_use
 from optsched.model.plan import Plan, SolverStats
-from optsched.problem import BArray, FArray, GroupSpec, IArray, JobSpec, Problem
+from optsched.problem import BArray, Derived, FArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.solvers import diagnosis, fairpreempt
 from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.evictions import EvictionBook, Judged
@@ -97,6 +97,18 @@ MAX_CANDIDATES = 256
 
 SOURCE = ("Kueue ClusterQueue admission (BestEffortFIFO, non-borrowing heads first), cohort borrowing "
           "and classic preemption; kube-scheduler MostAllocated placement.")
+
+
+def _stays_evicted(p: Problem) -> BArray:
+    pack = p.derived(RUNNING_PACK)
+    out: BArray = (pack.bandwidth > 0) & (pack.cross_start[1:] > pack.cross_start[:-1])
+    out.setflags(write=False)
+    return out
+
+
+STAYS_EVICTED: Derived[BArray] = Derived("kueue.stays_evicted", _stays_evicted)
+"""Per running job: its collective traffic crosses an uplink, so a target `KueueEngine._reprieve`
+never puts back whatever the placement (the job may use the bandwidth it frees)."""
 
 
 class KueueEngine(GreedyEngine):
@@ -139,8 +151,6 @@ class KueueEngine(GreedyEngine):
         """Whether `run` diagnoses deferred jobs beside the round (`optsched.solvers.diagnosis`)."""
         self._beside: diagnosis.Beside | None = None
         """The forked copy diagnosing this round's deferred jobs, while `run` runs with it."""
-        self._unkept: BArray | None = None
-        """Per running job: reclaimed, it makes any step that keeps it illegal (`_refusing`)."""
 
     # ------------------------------------------------------------------ flavors
     def device_nodes(self, job: JobSpec) -> BArray:
@@ -338,15 +348,11 @@ class KueueEngine(GreedyEngine):
                 self._trials[key] = None
                 return None
             trial = self._trial_release(victims)
-            self._allow_borrow = allow_borrow
-            try:
-                with self._placing_in(trial):
-                    att = self.place_job(job)
-                    ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
-                    if att.failure is None:
-                        self.rollback(job, list(att.replicas))
-            finally:
-                self._allow_borrow = True
+            with self._borrowing(allow_borrow), self._placing_in(trial):
+                att = self.place_job(job)
+                ok = att.failure is None and self._quota_ok(job, att, allow_borrow)
+                if att.failure is None:
+                    self.rollback(job, list(att.replicas))
             known = self._trials[key] = Attempt(list(att.replicas), within=att.within) if ok else None
             if known is None or not keep:
                 return known
@@ -357,13 +363,19 @@ class KueueEngine(GreedyEngine):
         for r in placed:
             self.ledger.add(job, job.groups[r.group], r.node, r.devices, r.share)
             self.changed.append(r.node)
-        self._allow_borrow = allow_borrow
-        try:  # the kept trial's elastic growth, which the trial left out (`grow`)
+        with self._borrowing(allow_borrow):  # the kept trial's elastic growth, which the trial left out (`grow`)
             self.grow(job, placed, known.within)
-        finally:
-            self._allow_borrow = True
         self._trials.clear()
         return Attempt(placed, within=known.within)
+
+    @contextmanager
+    def _borrowing(self, allow_borrow: bool) -> Iterator[None]:
+        """Within the block, placements judge growth by whether they may borrow (`growth_allowed`)."""
+        self._allow_borrow = allow_borrow
+        try:
+            yield
+        finally:
+            self._allow_borrow = True
 
     def _quota_rules_out(self, job: JobSpec, victims: list[JobSpec], allow_borrow: bool) -> bool:
         """Whether `_quota_ok` must refuse every placement of the job with `victims` out of the
@@ -484,23 +496,13 @@ class KueueEngine(GreedyEngine):
         shortest prefix the job fits after (which the fill-back never gives back) must be
         refused: another tenant's job (`reclaimed`) that no reclaim may take
         (`preemption.reclaimable`: its tenant did not borrow, at the round's start, a flavor it
-        holds) and that `_reprieve` never puts back (`_stays_evicted`), so that the validator's
+        holds) and that `_reprieve` never puts back (`STAYS_EVICTED`), so that the validator's
         rule 6 refuses every step that keeps it."""
+        p = self.p
         index = np.array([v.index for v in cands], dtype=np.int64)
-        if self._unkept is None:  # per running job, fixed for the round
-            p = self.p
-            pack = p.derived(RUNNING_PACK)
-            crosses = pack.cross_start[1:] > pack.cross_start[:-1]
-            self._unkept = (pack.bandwidth > 0) & crosses & ~preemption.reclaimable_running(p)
-        out: BArray = self._unkept[index] & (running.running_table(self.p).tenant[index] != job.tenant)
+        out: BArray = (p.derived(STAYS_EVICTED)[index] & ~preemption.reclaimable_running(p)[index]
+                       & (running.running_table(p).tenant[index] != job.tenant))
         return out
-
-    @staticmethod
-    def _stays_evicted(p: Problem, victim: JobSpec) -> bool:
-        """Whether `_reprieve` keeps the target out whatever the placement: its collective traffic
-        crosses an uplink (the job may use the bandwidth it frees)."""
-        return victim.bandwidth > 0 and bool(len(crossed_domains(
-            p, np.array(sorted(serving.victim_nodes(victim)), dtype=np.int64))))
 
     def _preempt(self, job: JobSpec, failure: str) -> tuple[Attempt, list[tuple[JobSpec, str]]] | None:
         """Kueue's classic preemption targets for `job` (which failed for `failure`); on success
@@ -664,7 +666,7 @@ class KueueEngine(GreedyEngine):
         reprieved: list[int] = []
         by = self._preemptor(job, att.replicas, self._plan_usage())
         for v, _reason in reversed(chosen):
-            if self._stays_evicted(p, v):
+            if p.derived(STAYS_EVICTED)[v.index]:
                 continue
             rest = self._step_evictions(job, att, [(o, r) for o, r in chosen if o.index != v.index
                                                    and o.index not in reprieved])

@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/guided.py
 	$(BIN)/python benchmarks/huge.py
 	$(BIN)/python benchmarks/tenancy.py
+	$(BIN)/python benchmarks/kueue_speed.py
 	$(BIN)/python benchmarks/capacity.py
 	$(BIN)/python benchmarks/milp.py
 	$(BIN)/python benchmarks/fgd.py --workload openb_pod_list_default,openb_pod_list_cpu250,openb_pod_list_gpushare100 --out benchmarks/results

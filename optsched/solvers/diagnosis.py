@@ -4,7 +4,8 @@ A job the `kueue` engine defers after preemption failed is told apart: `priority
 the running jobs its tenant's policies protect would make room, else its own failure
 (`KueueEngine.diagnose_request`: one trial placement with those jobs out). The verdict changes
 the job's deferral reason and nothing the round reads afterwards, so it need not hold up the
-round: it was 0.15-0.2 s of the 1.0-1.3 s Kueue rounds of mixed-cloud-10k / 1,000 jobs.
+round: it was 0.15-0.2 s of the 1.0-1.3 s Kueue rounds of mixed-cloud-10k / 1,000 jobs (wrappers,
+one-off; beside against inline: benchmarks/results/kueue-speed.md).
 
 `Beside` forks a copy of the engine as the round starts (`fork`: the copy shares the
 problem and its derived tables, nothing is pickled but the requests) and sends it, per deferred
@@ -41,7 +42,7 @@ from optsched.solvers.greedy import ChangeLog
 
 MIN_JOBS = 200
 """Queued jobs below which the diagnostic stays inline (the fork took 4 ms on mixed-cloud-10k, and
-each request about 0.15 ms to send: a round of few deferrals gains nothing)."""
+each request about 0.15 ms to send, wrappers, one-off: a round of few deferrals gains nothing)."""
 
 ANSWER_TIMEOUT_S = 600.0
 """Seconds the round waits for the copy's answers before it reports the copy lost."""

@@ -44,6 +44,23 @@ class FlavorAssignment:
     """Group index -> the later flavors in its tenant's order whose quota also fits."""
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One group's flavor choice in `FlavorAssigner._assign_now`, for one assignment of the groups
+    before it: all of it that does not depend on the usage (`FlavorAssigner._step`)."""
+
+    order: list[int]
+    """The flavors the group may try, in its tenant's order (`_order_of`)."""
+    base: FArray
+    """The job's need with the groups before it assigned (`_need_for`)."""
+    trials: list[FArray]
+    """Per flavor of `order`: the need with the group on it."""
+    trial_rows: list[list[float]]
+    """`trials` as lists."""
+    touched: list[list[int]]
+    """Per flavor of `order`: the flavors its need holds more of than `base`."""
+
+
 class FlavorAssigner:
     """Kueue's flavor assignment of jobs on a round's usage (`ledger.quota_used`), with the running
     jobs still `alive` and the round's `evicted` so far (the `kueue` engine's, shared, not copied:
@@ -60,8 +77,9 @@ class FlavorAssigner:
         """`assign` by (job, quota usage, evictions so far): a head is asked several times per step."""
         self._needs: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
         """`_need_for` by (job, assigned flavors): it does not depend on usage."""
-        self._eligible_flavors: dict[tuple[int, int, int], bool] = {}
-        """(job, group, flavor) -> some node of the flavor may hold the group."""
+        self._eligible_flavors: dict[tuple[tuple[object, ...], int], bool] = {}
+        """(replica shape (`eligibility.shape_key`), flavor) -> some node of the flavor may hold
+        a replica of that shape (it depends on the group's eligible nodes alone)."""
         self._quantity: dict[tuple[tuple[object, ...], bool], int | None] = {}
         """(replica shape (`eligibility.shape_key`), asks for GPUs) -> `_assigned_quantity` (it
         depends on the nodes the group may use and what it asks for, nothing else)."""
@@ -73,6 +91,10 @@ class FlavorAssigner:
         """(job, group) -> `_order_of`."""
         self._covers: dict[tuple[tuple[object, ...], bool, int | None], list[int]] = {}
         """(replica shape, asks for GPUs, assigned flavor) -> `_covering`."""
+        self._chosen: dict[int, list[GroupSpec]] = {}
+        """`_choosing` by job."""
+        self._steps: dict[tuple[int, int, tuple[tuple[int, int], ...]], _Step] = {}
+        """`_step` by (job, group, the flavors of the groups before it)."""
         self._least: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
         """`least_uses` by (job, assigned flavors)."""
 
@@ -121,22 +143,19 @@ class FlavorAssigner:
         fungibility = p.cluster.tenants[t].flavor_fungibility
         used = self.ledger.quota_used
         rows = used.tolist() if plain_quota(p, t) else None
-        for g in job.groups:
-            what = self._assigned_quantity(job, g)
-            if what is None:
-                continue
-            order = self._order_of(job, g, what)
+        for g in self._choosing(job):
+            step = self._step(job, g, flavors)
+            order = step.order
             if not order:
-                return FlavorAssignment(self._need_for(job, flavors), flavors,
+                return FlavorAssignment(step.base, flavors,
                                         f"its tenant {p.tenant_names[t]} lists no quota for a flavor whose nodes "
                                         f"may hold group {g.spec.name}")
-            base = self._need_for(job, flavors)
             fits: list[int] = []
             fits_nominal: list[int] = []
             preempt_in: list[int] = []
-            for f in order:
-                trial = self._need_for(job, {**flavors, g.index: f})
-                broken, over_nominal = self._quota_verdict(t, rows, trial, base)
+            for f, trial, trial_row, touched_at in zip(order, step.trials, step.trial_rows, step.touched,
+                                                       strict=True):
+                broken, over_nominal = self._quota_verdict(t, rows, trial, step.base, trial_row, touched_at)
                 if not broken:
                     fits.append(f)
                     if not over_nominal:
@@ -163,13 +182,15 @@ class FlavorAssigner:
                                         "may preempt for it")
         return FlavorAssignment(self._need_for(job, flavors), flavors, "", later)
 
-    def _quota_verdict(self, t: int, rows: list[list[float]] | None, trial: FArray, base: FArray) -> tuple[bool, bool]:
+    def _quota_verdict(self, t: int, rows: list[list[float]] | None, trial: FArray, base: FArray,
+                       trial_row: list[float], touched_at: list[int]) -> tuple[bool, bool]:
         """Whether tenant `t`'s usage now (`rows`: `ledger.quota_used` as nested lists where
         `ledger.plain_quota` holds, else None) with a trial assignment's need `trial` added breaks
         a quota rule (`ledger.quota_broken`), and whether it exceeds nominal, in the flavors the
         trial needs more of than `base` (the groups assigned before it; the second is not judged,
         and reported True, when the first holds). Plain Python on the flavors touched where it can
-        (the same float operations as the array form)."""
+        (the same float operations as the array form), from `trial` as a list (`trial_row`) and
+        the flavors it needs more of (`touched_at`: `_Step`)."""
         p = self.p
         if rows is None:
             after = self.ledger.quota_used.copy()
@@ -178,14 +199,36 @@ class FlavorAssigner:
             broken = bool(np.any(quota_broken(p, after, t) & touched))
             nominal = p.nominal[t]
             return broken, bool(np.any((after[t] > nominal + EPS * np.maximum(1.0, nominal)) & touched))
-        trial_row, base_row = trial.tolist(), base.tolist()
-        touched_at = [f for f, (x, b) in enumerate(zip(trial_row, base_row, strict=True)) if x > b + EPS]
         mine = [u + x for u, x in zip(rows[t], trial_row, strict=True)]
         if any(quota_broken_rows(p, [*rows[:t], mine, *rows[t + 1:]], t, touched_at)):
             return True, True
         nominal_row = p.derived(QUOTA_ROWS)[0][t]
         return False, any(mine[f] > nominal_row[f] + EPS * (nominal_row[f] if nominal_row[f] > 1.0 else 1.0)
                           for f in touched_at)
+
+    def _choosing(self, job: JobSpec) -> list[GroupSpec]:
+        """The job's groups that have a flavor to assign (`_assigned_quantity`), in order (kept per job)."""
+        known = self._chosen.get(job.index)
+        if known is None:
+            known = self._chosen[job.index] = [g for g in job.groups if self._assigned_quantity(job, g) is not None]
+        return known
+
+    def _step(self, job: JobSpec, group: GroupSpec, flavors: dict[int, int]) -> _Step:
+        """What `_assign_now` reads, apart from the usage, to choose the flavor of `group` after
+        the groups before it got `flavors`: its flavors in order and the needs they give (kept)."""
+        key = (job.index, group.index, tuple(flavors.items()))
+        known = self._steps.get(key)
+        if known is None:
+            what = self._assigned_quantity(job, group)
+            assert what is not None  # `_choosing` lists only such groups
+            order = self._order_of(job, group, what)
+            base = self._need_for(job, flavors)
+            trials = [self._need_for(job, {**flavors, group.index: f}) for f in order]
+            base_row = base.tolist()
+            rows = [trial.tolist() for trial in trials]
+            touched = [[f for f, (x, b) in enumerate(zip(row, base_row, strict=True)) if x > b + EPS] for row in rows]
+            known = self._steps[key] = _Step(order, base, trials, rows, touched)
+        return known
 
     def _need_for(self, job: JobSpec, flavors: dict[int, int]) -> FArray:
         """Quota the job's minimum replicas need per flavor with GPU groups on the nodes of the
@@ -303,7 +346,7 @@ class FlavorAssigner:
         """Whether some node of `flavor` may ever hold a replica of `group` (`eligibility.mask`):
         Kueue skips a flavor whose node labels and taints the pod does not match; a flavor none
         of whose nodes has the pod's shape would leave it pending, so it is skipped too."""
-        key = (job.index, group.index, flavor)
+        key = (eligibility.shape_key(self.p, job, group), flavor)
         known = self._eligible_flavors.get(key)
         if known is None:
             known = self._eligible_flavors[key] = bool(

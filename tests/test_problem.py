@@ -73,3 +73,28 @@ def test_device_arrays_read_each_node_as_its_document_says(c: Any) -> None:
             assert p.dev_node[start + d] == i and p.dev_local[start + d] == d
             assert p.dev_healthy[start + d] == (d not in (shape.devices.unhealthy if shape.devices else []))
     assert len(p.group_node) == group and len(p.dev_node) == int(p.node_dev_count.sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(strategies.rounds(max_nodes=6, max_jobs=8))
+def test_shape_numbers_equal_exactly_where_the_shapes_do(r: Any) -> None:
+    """`eligibility.shape_key` numbers the replica shapes of the problem's groups: two groups, of
+    queued or running jobs, get one number exactly when their shape tuples (`SHAPE_KEY`, what
+    decides the eligible nodes) are equal; a group from another compiled problem gets its tuple,
+    equal to no number, and the mask of its shape."""
+    from optsched.concerns import eligibility
+
+    c, q = r
+    p = compile_problem(c, q)
+    groups = [(job, g) for job in (*p.jobs, *p.running) for g in job.groups]
+    keys = [eligibility.shape_key(p, job, g) for job, g in groups]
+    shapes = [p.derived(eligibility.SHAPE_KEY, job, g) for job, g in groups]
+    assert all(isinstance(k, int) for k in keys)
+    for a in range(len(groups)):
+        for b in range(len(groups)):
+            assert (keys[a] == keys[b]) == (shapes[a] == shapes[b])
+    other = compile_problem(c, q)
+    for (job, g), mine in zip(((j, g) for j in (*other.jobs, *other.running) for g in j.groups), groups, strict=True):
+        key = eligibility.shape_key(p, job, g)
+        assert key == p.derived(eligibility.SHAPE_KEY, job, g) and key not in keys
+        assert np.array_equal(eligibility.mask(p, job, g), eligibility.mask(p, *mine))

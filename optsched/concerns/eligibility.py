@@ -8,7 +8,7 @@ breaks, for the validator and for deferral reasons.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 
 import numpy as np
 
@@ -65,9 +65,28 @@ SHAPE_KEY: Derived[tuple[object, ...]] = Derived("eligibility.shape_key", _shape
 """Per group (groups live as long as the problem: ids are not reused), see `shape_key`."""
 
 
-def shape_key(p: Problem, job: JobSpec, group: GroupSpec) -> tuple[object, ...]:
-    """What decides where a replica of `group` may go: replicas with equal keys have equal masks."""
-    return p.derived(SHAPE_KEY, job, group)
+def _shape_numbers(p: Problem) -> dict[int, int]:
+    numbers: dict[tuple[object, ...], int] = {}
+    out: dict[int, int] = {}
+    for job in (*p.jobs, *p.running):
+        for group in job.groups:
+            out[id(group)] = numbers.setdefault(p.derived(SHAPE_KEY, job, group), len(numbers))
+    return out
+
+
+SHAPE_NUMBERS: Derived[dict[int, int]] = Derived("eligibility.shape_numbers", _shape_numbers)
+"""Per group of the problem's jobs, queued and running (by id), the number of its replica shape:
+the distinct `_shape_key`s numbered in the jobs' order (the same numbers on every computation)."""
+
+
+def shape_key(p: Problem, job: JobSpec, group: GroupSpec) -> Hashable:
+    """What decides where a replica of `group` may go: replicas with equal keys have equal masks.
+    A group of the problem's jobs gets its shape's number (`SHAPE_NUMBERS`: the caches keyed by
+    shapes hash and compare a small int, not a tuple holding selector, toleration and affinity
+    models); any other group its shape's tuple, which equals no number (equal masks may then have
+    unequal keys, never the reverse)."""
+    number = p.derived(SHAPE_NUMBERS).get(id(group))
+    return number if number is not None else p.derived(SHAPE_KEY, job, group)
 
 
 def mask(p: Problem, job: JobSpec, group: GroupSpec) -> BArray:

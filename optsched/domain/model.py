@@ -252,7 +252,7 @@ def build_model(p: Problem, lost_price: float = LOST_WEIGHT) -> DomainModel:
         for g in job.groups:
             per_cell_bins = bound_to is not None and g.index in bound_to[1]
             most = g.rmax * n_k  # a node may hold replicas of every job of the kind
-            shape = (*eligibility.shape_key(p, job, g), g.gpu, g.share, most)
+            shape = (eligibility.shape_key(p, job, g), g.gpu, g.share, most)
             cached = fit_cache.get(shape)
             if cached is not None:
                 per_cell = cached

@@ -99,7 +99,7 @@ class EligibleFits:
         """(nodes, replicas each could hold alone), at most `most` per node (default: the group's
         `max`, what one job can place; the domain model counts several identical jobs at once)."""
         most = g.rmax if most is None else most
-        shape = (*eligibility.shape_key(self.p, job, g), g.gpu, g.share, most)
+        shape = (eligibility.shape_key(self.p, job, g), g.gpu, g.share, most)
         got = self._by_shape.get(shape)
         if got is None:
             nodes = np.flatnonzero(eligibility.mask(self.p, job, g) & self.real)
@@ -195,7 +195,7 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
             or _fits_required_domain(p, base, job, real)
         kind: tuple[object, ...] = (
             job.priority, job.gang, feasible,
-            tuple((*eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmin, g.rmax) for g in job.groups))
+            tuple((eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmin, g.rmax) for g in job.groups))
         first, ok, n = kinds.get(kind, (job, feasible, 0))
         kinds[kind] = (first, ok, n + 1)
         kind_of_job[job.id] = kind
@@ -207,7 +207,7 @@ def value_bound(p: Problem, base: Ledger | None = None, integral: bool = False,
         min_cols[kind] = []
         weight = priority_weight(job.priority)
         for g in job.groups:
-            shape = (*eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmax)
+            shape = (eligibility.shape_key(p, job, g), g.gpu, g.share, g.rmax)
             fits = fit_cache.get(shape)
             if fits is None:
                 nodes, counts = node_fits(job, g)

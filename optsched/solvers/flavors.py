@@ -9,7 +9,7 @@ group over a resource that ResourceFlavors split (``<flavor>/cpu``).
 
 from __future__ import annotations
 
-from collections.abc import Sized
+from collections.abc import Hashable, Sized
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,10 +77,10 @@ class FlavorAssigner:
         """`assign` by (job, quota usage, evictions so far): a head is asked several times per step."""
         self._needs: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
         """`_need_for` by (job, assigned flavors): it does not depend on usage."""
-        self._eligible_flavors: dict[tuple[tuple[object, ...], int], bool] = {}
+        self._eligible_flavors: dict[tuple[Hashable, int], bool] = {}
         """(replica shape (`eligibility.shape_key`), flavor) -> some node of the flavor may hold
         a replica of that shape (it depends on the group's eligible nodes alone)."""
-        self._quantity: dict[tuple[tuple[object, ...], bool], int | None] = {}
+        self._quantity: dict[tuple[Hashable, bool], int | None] = {}
         """(replica shape (`eligibility.shape_key`), asks for GPUs) -> `_assigned_quantity` (it
         depends on the nodes the group may use and what it asks for, nothing else)."""
         self._quantity_of: dict[tuple[int, int], int | None] = {}
@@ -89,7 +89,7 @@ class FlavorAssigner:
         """(tenant, what) -> `_listed_flavors`."""
         self._orders: dict[tuple[int, int], list[int]] = {}
         """(job, group) -> `_order_of`."""
-        self._covers: dict[tuple[tuple[object, ...], bool, int | None], list[int]] = {}
+        self._covers: dict[tuple[Hashable, bool, int | None], list[int]] = {}
         """(replica shape, asks for GPUs, assigned flavor) -> `_covering`."""
         self._chosen: dict[int, list[GroupSpec]] = {}
         """`_choosing` by job."""

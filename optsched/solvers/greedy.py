@@ -319,7 +319,7 @@ class GreedyEngine:
         cursor = self._cursor_of.get(mine)
         if cursor is not None:
             return cursor
-        key = (*eligibility.shape_key(self.p, job, group), group.gpu, group.share, self.s.name)
+        key = (eligibility.shape_key(self.p, job, group), group.gpu, group.share, self.s.name)
         cursor = self._cursors.get(key)
         if cursor is None:
             nodes = np.flatnonzero(eligibility.mask(self.p, job, group) & self.real)

@@ -70,7 +70,7 @@ from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, flavor_use
+from optsched.ledger import EPS, QUOTA_ROWS, RUNNING_PACK, PlacedReplica, flavor_use
 from optsched.model.plan import Plan, SolverStats
 from optsched.problem import BArray, Derived, FArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.solvers import diagnosis, fairpreempt
@@ -141,7 +141,7 @@ class KueueEngine(GreedyEngine):
         are the trial's, and cursors are the trial's clones."""
         self._round_ledger, self._round_log = self.ledger, self.changed
         """The round's own ledger and change log (the engine's outside a trial)."""
-        self._lendable: dict[int, FArray] = {}
+        self._lendable: dict[int, list[float]] = {}
         """Per cohort: what its members may lend per flavor (`_share_with`)."""
         self._kept = KeptTrials()
         """The priority diagnostic's trials, by victim set (`_fits_released`)."""
@@ -177,17 +177,24 @@ class KueueEngine(GreedyEngine):
         return self.flavors.assign(job).need
 
     def _borrows_with(self, job: JobSpec) -> bool:
-        """Whether admitting the job would take its tenant above nominal in some flavor."""
+        """Whether admitting the job would take its tenant above nominal in some flavor. Plain
+        Python over the flavors (the same float operations as the array form): the queue order
+        asks it of every tenant's head at each step."""
         p = self.p
         if not len(p.flavors):
             return False
-        used = self.ledger.quota_used[job.tenant] + self._need(job)
-        return bool(np.any(used > p.nominal[job.tenant] + EPS * np.maximum(1.0, p.nominal[job.tenant])))
+        nominal = p.derived(QUOTA_ROWS)[0][job.tenant]
+        for u, x, n in zip(self.ledger.quota_used[job.tenant].tolist(), self._need(job).tolist(), nominal,
+                           strict=True):
+            if u + x > n + EPS * (n if n > 1.0 else 1.0):
+                return True
+        return False
 
     def _share_with(self, job: JobSpec) -> float:
         """Kueue's fair-sharing share value of the job's tenant with the job admitted: the largest
         share, over flavors, of the cohort's lendable quota that the tenant borrows, divided by
-        its weight (positive). Among borrowing heads, the lowest goes first."""
+        its weight (positive). Among borrowing heads, the lowest goes first. Plain Python over
+        the flavors, as `_borrows_with`."""
         p = self.p
         t = job.tenant
         cohort = int(p.tenant_cohort[t])
@@ -196,10 +203,16 @@ class KueueEngine(GreedyEngine):
         lendable = self._lendable.get(cohort)
         if lendable is None:  # the problem's alone: kept per cohort
             members = p.tenant_cohort == cohort
-            lendable = self._lendable[cohort] = np.minimum(p.nominal[members], p.lend_limit[members]).sum(axis=0)
-        borrowed = np.maximum(0.0, self.ledger.quota_used[t] + self._need(job) - p.nominal[t])
-        ratio = np.where(lendable > EPS, borrowed / np.maximum(lendable, EPS), np.where(borrowed > EPS, np.inf, 0.0))
-        return float(ratio.max()) / float(p.tenant_weight[t])
+            lendable = self._lendable[cohort] = \
+                np.minimum(p.nominal[members], p.lend_limit[members]).sum(axis=0).tolist()
+        largest = -math.inf
+        for u, x, n, lend in zip(self.ledger.quota_used[t].tolist(), self._need(job).tolist(),
+                                 p.derived(QUOTA_ROWS)[0][t], lendable, strict=True):
+            borrowed = u + x - n
+            borrowed = borrowed if borrowed > 0.0 else 0.0
+            ratio = borrowed / lend if lend > EPS else (math.inf if borrowed > EPS else 0.0)
+            largest = ratio if ratio > largest else largest
+        return largest / float(p.tenant_weight[t])
 
     def _uses(self, job: JobSpec, replicas: list[PlacedReplica]) -> FArray:
         uses = np.zeros(len(self.p.flavors))

@@ -91,10 +91,12 @@ class FlavorAssigner:
         """(job, group) -> `_order_of`."""
         self._covers: dict[tuple[Hashable, bool, int | None], list[int]] = {}
         """(replica shape, asks for GPUs, assigned flavor) -> `_covering`."""
-        self._chosen: dict[int, list[GroupSpec]] = {}
-        """`_choosing` by job."""
-        self._steps: dict[tuple[int, int, tuple[tuple[int, int], ...]], _Step] = {}
-        """`_step` by (job, group, the flavors of the groups before it)."""
+        self._signatures: dict[int, Hashable] = {}
+        """`_signature` by job."""
+        self._chosen: dict[Hashable, list[int]] = {}
+        """`_choosing`'s group indices by job signature."""
+        self._steps: dict[tuple[Hashable, int, tuple[tuple[int, int], ...]], _Step] = {}
+        """`_step` by (job signature, group, the flavors of the groups before it)."""
         self._least: dict[tuple[int, tuple[tuple[int, int], ...]], FArray] = {}
         """`least_uses` by (job, assigned flavors)."""
 
@@ -206,17 +208,32 @@ class FlavorAssigner:
         return False, any(mine[f] > nominal_row[f] + EPS * (nominal_row[f] if nominal_row[f] > 1.0 else 1.0)
                           for f in touched_at)
 
-    def _choosing(self, job: JobSpec) -> list[GroupSpec]:
-        """The job's groups that have a flavor to assign (`_assigned_quantity`), in order (kept per job)."""
-        known = self._chosen.get(job.index)
+    def _signature(self, job: JobSpec) -> Hashable:
+        """What `_choosing` and `_step` read of a job: its tenant (the flavors it lists quota for)
+        and per group its replica shape (eligible nodes: the flavors that cover them, the quantity
+        assigned), GPUs, request and minimum count (the needs). Jobs with equal signatures share
+        them (kept per job)."""
+        known = self._signatures.get(job.index)
         if known is None:
-            known = self._chosen[job.index] = [g for g in job.groups if self._assigned_quantity(job, g) is not None]
+            p = self.p
+            known = self._signatures[job.index] = (job.tenant, tuple(
+                (eligibility.shape_key(p, job, g), g.gpu, g.req.tobytes(), g.rmin) for g in job.groups))
         return known
+
+    def _choosing(self, job: JobSpec) -> list[GroupSpec]:
+        """The job's groups that have a flavor to assign (`_assigned_quantity`), in order (kept per
+        job signature, `_signature`)."""
+        key = self._signature(job)
+        known = self._chosen.get(key)
+        if known is None:
+            known = self._chosen[key] = [g.index for g in job.groups if self._assigned_quantity(job, g) is not None]
+        return [job.groups[i] for i in known]
 
     def _step(self, job: JobSpec, group: GroupSpec, flavors: dict[int, int]) -> _Step:
         """What `_assign_now` reads, apart from the usage, to choose the flavor of `group` after
-        the groups before it got `flavors`: its flavors in order and the needs they give (kept)."""
-        key = (job.index, group.index, tuple(flavors.items()))
+        the groups before it got `flavors`: its flavors in order and the needs they give (kept per
+        job signature, `_signature`)."""
+        key = (self._signature(job), group.index, tuple(flavors.items()))
         known = self._steps.get(key)
         if known is None:
             what = self._assigned_quantity(job, group)

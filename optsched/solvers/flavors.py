@@ -9,6 +9,7 @@ group over a resource that ResourceFlavors split (``<flavor>/cpu``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sized
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ from optsched.ledger import (
     quota_broken,
     quota_broken_rows,
 )
-from optsched.problem import BArray, FArray, GroupSpec, JobSpec, Problem
+from optsched.problem import BArray, Derived, FArray, GroupSpec, JobSpec, Problem
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,16 @@ class FlavorAssignment:
     """Why no flavor can take the job (Kueue's `noFit`), or empty."""
     later: dict[int, list[int]] = field(default_factory=dict)
     """Group index -> the later flavors in its tenant's order whose quota also fits."""
+
+
+def _cohort_lendable(p: Problem, cohort: int) -> list[float]:
+    members = p.tenant_cohort == cohort
+    out: list[float] = np.minimum(p.nominal[members], p.lend_limit[members]).sum(axis=0).tolist()
+    return out
+
+
+COHORT_LENDABLE: Derived[list[float]] = Derived("flavors.cohort_lendable", _cohort_lendable)
+"""Per cohort: what its members may lend per flavor (nominal, at most the lending limit), summed."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,40 @@ class FlavorAssigner:
         if known is None:
             known = self._memo[state] = self._assign_now(job)
         return known
+
+    def borrows(self, job: JobSpec) -> bool:
+        """Whether admitting the job on its assignment (`assign`) would take its tenant above
+        nominal in some flavor. Plain Python over the flavors (the same float operations as the
+        array form): the queue order asks it of every tenant's head at each step."""
+        p = self.p
+        if not len(p.flavors):
+            return False
+        nominal = p.derived(QUOTA_ROWS)[0][job.tenant]
+        for u, x, n in zip(self.ledger.quota_used[job.tenant].tolist(), self.assign(job).need.tolist(), nominal,
+                           strict=True):
+            if u + x > n + EPS * (n if n > 1.0 else 1.0):
+                return True
+        return False
+
+    def share_value(self, job: JobSpec) -> float:
+        """Kueue's fair-sharing share value of the job's tenant with the job admitted on its
+        assignment: the largest share, over flavors, of the cohort's lendable quota
+        (`COHORT_LENDABLE`) that the tenant borrows, divided by its weight (positive); 0 outside
+        a cohort. Plain Python over the flavors, as `borrows`."""
+        p = self.p
+        t = job.tenant
+        cohort = int(p.tenant_cohort[t])
+        if cohort < 0 or not len(p.flavors):
+            return 0.0
+        lendable = p.derived(COHORT_LENDABLE, cohort)
+        largest = -math.inf
+        for u, x, n, lend in zip(self.ledger.quota_used[t].tolist(), self.assign(job).need.tolist(),
+                                 p.derived(QUOTA_ROWS)[0][t], lendable, strict=True):
+            borrowed = u + x - n
+            borrowed = borrowed if borrowed > 0.0 else 0.0
+            ratio = borrowed / lend if lend > EPS else (math.inf if borrowed > EPS else 0.0)
+            largest = ratio if ratio > largest else largest
+        return largest / float(p.tenant_weight[t])
 
     def _assign_now(self, job: JobSpec) -> FlavorAssignment:
         """`assign` computed for the round's state now (the usage and the evictions so far)."""

@@ -70,7 +70,7 @@ from optsched import clock
 from optsched.concerns import eligibility
 from optsched.concerns.tenancy import fairshare, preemption, quota, running, serving
 from optsched.latency import gc_paused
-from optsched.ledger import EPS, QUOTA_ROWS, RUNNING_PACK, PlacedReplica, flavor_use
+from optsched.ledger import EPS, RUNNING_PACK, PlacedReplica, flavor_use
 from optsched.model.plan import Plan, SolverStats
 from optsched.problem import BArray, Derived, FArray, GroupSpec, IArray, JobSpec, Problem
 from optsched.solvers import diagnosis, fairpreempt
@@ -78,6 +78,7 @@ from optsched.solvers.contract import RunSpec, SolverInfo, stamped
 from optsched.solvers.evictions import EvictionBook, Judged
 from optsched.solvers.flavors import FlavorAssigner
 from optsched.solvers.greedy import STRATEGIES, Attempt, GreedyEngine, NodeCursor, to_plan
+from optsched.solvers.kueue_order import admission_order
 from optsched.solvers.trials import KeptTrials, TrialState
 
 PLACEMENT = "best-fit"
@@ -141,8 +142,6 @@ class KueueEngine(GreedyEngine):
         are the trial's, and cursors are the trial's clones."""
         self._round_ledger, self._round_log = self.ledger, self.changed
         """The round's own ledger and change log (the engine's outside a trial)."""
-        self._lendable: dict[int, list[float]] = {}
-        """Per cohort: what its members may lend per flavor (`_share_with`)."""
         self._kept = KeptTrials()
         """The priority diagnostic's trials, by victim set (`_fits_released`)."""
         self._allow_borrow = True
@@ -175,44 +174,6 @@ class KueueEngine(GreedyEngine):
     def _need(self, job: JobSpec) -> FArray:
         """Quota the job's minimum replicas need per flavor, on the flavors Kueue assigns (`FlavorAssigner`)."""
         return self.flavors.assign(job).need
-
-    def _borrows_with(self, job: JobSpec) -> bool:
-        """Whether admitting the job would take its tenant above nominal in some flavor. Plain
-        Python over the flavors (the same float operations as the array form): the queue order
-        asks it of every tenant's head at each step."""
-        p = self.p
-        if not len(p.flavors):
-            return False
-        nominal = p.derived(QUOTA_ROWS)[0][job.tenant]
-        for u, x, n in zip(self.ledger.quota_used[job.tenant].tolist(), self._need(job).tolist(), nominal,
-                           strict=True):
-            if u + x > n + EPS * (n if n > 1.0 else 1.0):
-                return True
-        return False
-
-    def _share_with(self, job: JobSpec) -> float:
-        """Kueue's fair-sharing share value of the job's tenant with the job admitted: the largest
-        share, over flavors, of the cohort's lendable quota that the tenant borrows, divided by
-        its weight (positive). Among borrowing heads, the lowest goes first. Plain Python over
-        the flavors, as `_borrows_with`."""
-        p = self.p
-        t = job.tenant
-        cohort = int(p.tenant_cohort[t])
-        if cohort < 0 or not len(p.flavors):
-            return 0.0
-        lendable = self._lendable.get(cohort)
-        if lendable is None:  # the problem's alone: kept per cohort
-            members = p.tenant_cohort == cohort
-            lendable = self._lendable[cohort] = \
-                np.minimum(p.nominal[members], p.lend_limit[members]).sum(axis=0).tolist()
-        largest = -math.inf
-        for u, x, n, lend in zip(self.ledger.quota_used[t].tolist(), self._need(job).tolist(),
-                                 p.derived(QUOTA_ROWS)[0][t], lendable, strict=True):
-            borrowed = u + x - n
-            borrowed = borrowed if borrowed > 0.0 else 0.0
-            ratio = borrowed / lend if lend > EPS else (math.inf if borrowed > EPS else 0.0)
-            largest = ratio if ratio > largest else largest
-        return largest / float(p.tenant_weight[t])
 
     def _uses(self, job: JobSpec, replicas: list[PlacedReplica]) -> FArray:
         uses = np.zeros(len(self.p.flavors))
@@ -540,7 +501,7 @@ class KueueEngine(GreedyEngine):
         policy = p.cluster.tenants[job.tenant].preemption
         bwc = policy.borrow_within_cohort
         forbidden = bwc is None or bwc.policy == "never"
-        advantage = not self._borrows_with(job)  # Kueue: the request fits the ClusterQueue's own quota
+        advantage = not self.flavors.borrows(job)  # Kueue: the request fits the ClusterQueue's own quota
         frs = need > 0
         if all(v.tenant == job.tenant for v, _ in cands) or (forbidden and not self._under_nominal(job.tenant, frs)):
             options = [True]
@@ -704,45 +665,8 @@ class KueueEngine(GreedyEngine):
 
     # ------------------------------------------------------------------ the round
     def iter_jobs(self) -> Iterator[JobSpec]:
-        """Kueue's order: each tenant's queue by priority then age (with admission fair sharing,
-        by its LocalQueues' usage first: `_next_of`); among the heads, one that fits without
-        borrowing first, then priority, then age (re-evaluated as jobs are admitted)."""
-        queues: dict[int, dict[str | None, list[JobSpec]]] = {}
-        """Per tenant, per LocalQueue (one list, keyed None, where usage does not order the
-        tenant's jobs): its pending jobs by priority, then age."""
-        for j in sorted(self.p.jobs, key=lambda j: (-j.priority, j.submitted_at, j.index)):
-            lq = j.spec.local_queue if self.queue_usage.orders(j.tenant) else None
-            queues.setdefault(j.tenant, {}).setdefault(lq, []).append(j)
-        for lqs in queues.values():
-            for jobs in lqs.values():
-                jobs.reverse()  # popped from the end
-        heads = {t: self._next_of(lqs) for t, lqs in queues.items()}
-
-        def order(t: int) -> tuple[bool, float, int, float, int]:
-            head = heads[t]
-            borrows = self._borrows_with(head)
-            return borrows, self._share_with(head) if borrows else 0.0, -head.priority, head.submitted_at, head.index
-
-        while heads:
-            t = min(heads, key=order)
-            job = heads[t]
-            yield job
-            lq = job.spec.local_queue if self.queue_usage.orders(t) else None
-            queues[t][lq].pop()
-            if not queues[t][lq]:
-                del queues[t][lq]
-            if queues[t]:
-                heads[t] = self._next_of(queues[t])
-            else:
-                del heads[t]
-
-    def _next_of(self, lqs: dict[str | None, list[JobSpec]]) -> JobSpec:
-        """A tenant's head: of its LocalQueues' heads, the lowest usage, then priority, then age
-        (Kueue's `queueOrderingFunc`; one queue where usage does not order them)."""
-        usage = self.queue_usage.usage
-        return min((jobs[-1] for jobs in lqs.values()),
-                   key=lambda j: (usage(j.spec.local_queue) if len(lqs) > 1 else 0.0, -j.priority, j.submitted_at,
-                                  j.index))
+        """Kueue's admission order (`kueue_order.admission_order`), on this round's usage."""
+        return admission_order(self.p, self.flavors, self.queue_usage)
 
     def record(self, job: JobSpec, replicas: list[PlacedReplica]) -> None:
         """The base engine's accounting, and the admitted job's entry penalty on its LocalQueue's

@@ -94,12 +94,8 @@ class FlavorAssigner:
         self._quantity: dict[tuple[Hashable, bool], int | None] = {}
         """(replica shape (`eligibility.shape_key`), asks for GPUs) -> `_assigned_quantity` (it
         depends on the nodes the group may use and what it asks for, nothing else)."""
-        self._quantity_of: dict[tuple[int, int], int | None] = {}
-        """(job, group) -> `_assigned_quantity` (its shape key is not computed again)."""
         self._listed: dict[tuple[int, int], list[int]] = {}
         """(tenant, what) -> `_listed_flavors`."""
-        self._orders: dict[tuple[int, int], list[int]] = {}
-        """(job, group) -> `_order_of`."""
         self._covers: dict[tuple[Hashable, bool, int | None], list[int]] = {}
         """(replica shape, asks for GPUs, assigned flavor) -> `_covering`."""
         self._signatures: dict[int, Hashable] = {}
@@ -370,12 +366,8 @@ class FlavorAssigner:
         ResourceFlavors, ``<flavor>/cpu``); None when nothing is to assign: every usable node must
         be counted by a flavor of that quantity (else its replicas may avoid quota), and a
         resource counted on every node by one flavor needs no choice."""
-        mine = (job.index, group.index)
-        if mine in self._quantity_of:
-            return self._quantity_of[mine]
         key = (eligibility.shape_key(self.p, job, group), group.gpu > 0)
         if key in self._quantity:
-            self._quantity_of[mine] = self._quantity[key]
             return self._quantity[key]
         p = self.p
         res = p.flavor_resource
@@ -390,19 +382,14 @@ class FlavorAssigner:
             if what < 0 or not p.flavor_nodes[cols][:, usable].all(axis=1).any():  # a choice to make
                 out = what
                 break
-        self._quantity[key] = self._quantity_of[mine] = out
+        self._quantity[key] = out
         return out
 
     def _order_of(self, job: JobSpec, group: GroupSpec, what: int) -> list[int]:
         """The flavors counting `what` that the group may try, in its tenant's order: those it
-        lists quota for (`_listed_flavors`) whose nodes may hold the group (`_flavor_eligible`);
-        kept per job and group (read-only)."""
-        key = (job.index, group.index)
-        known = self._orders.get(key)
-        if known is None:
-            known = self._orders[key] = [f for f in self._listed_flavors(job.tenant, what)
-                                         if self._flavor_eligible(job, group, f)]
-        return known
+        lists quota for (`_listed_flavors`) whose nodes may hold the group (`_flavor_eligible`;
+        kept with the group's steps, `_step`)."""
+        return [f for f in self._listed_flavors(job.tenant, what) if self._flavor_eligible(job, group, f)]
 
     def _flavor_eligible(self, job: JobSpec, group: GroupSpec, flavor: int) -> bool:
         """Whether some node of `flavor` may ever hold a replica of `group` (`eligibility.mask`):

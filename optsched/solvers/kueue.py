@@ -424,14 +424,17 @@ class KueueEngine(GreedyEngine):
         lo = hi = start  # galloping from there: most jobs need one or two victims more
         if refused(start, len(cands)):
             return []
-        if start > 1 and self._whole(job, self._fits_without(job, cands[start - 1:start], allow_borrow, keep=False)):
+        if start > 1 and not job.bandwidth and \
+                self._whole(job, self._fits_without(job, cands[start - 1:start], allow_borrow, keep=False)):
             # The quota prefix's last target alone makes room for all the job asks: so does the
             # prefix (fit grows with the targets), and the fill-back below gives every other target
             # back in its first trial, this one. The same targets, without a trial of the whole
             # prefix (on mixed-cloud-10k, a job whose own tenant must free quota lists the cohort's
             # other candidates first: dozens of victims moved out and back for nothing). A
-            # non-gang job placed only in part is left to the search: with more room it places
-            # more replicas, which its quota may refuse (fit does not grow with the targets there).
+            # non-gang job placed only in part is left to the search (with more room it places
+            # more replicas, which its quota may refuse), and so is a job with uplink traffic (with
+            # more room, best-fit may spread it across an uplink it then overloads): fit does not
+            # grow with the targets there (both seen on mixed-cloud-10k).
             return [] if refused(start, start) else cands[start - 1:start]
         if self._fits_without(job, cands[:start], allow_borrow, keep=False) is None:
             if self._fits_without(job, cands, allow_borrow, keep=False) is None:

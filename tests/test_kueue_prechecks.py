@@ -7,8 +7,10 @@ refuse only trials the full placement would refuse, the legality check of a step
 again only the evictions the step can make illegal (`evictions.EvictionBook`: the reclaims of the
 tenants it reclaims from, the evictions its room clause does not serve, the reclaiming flavors
 kept as they grow), and the priority diagnostic's
-trial moves on the nodes only the victims that sit where the job may go (`_fits_released`), so
-the plan with these switched off is the same plan. A search whose shortest prefix ends with a
+trial moves on the nodes only the victims that sit where the job may go (`_fits_released`), a
+search whose quota prefix's last target alone makes room answers with it (`_last_alone`), and a
+replica masked by its flavor's nodes alone is placed with a cursor over them
+(`KueueEngine.cursor_within`), so the plan with these switched off is the same plan. A search whose shortest prefix ends with a
 victim no reclaim may take and no reprieve puts back stops before the fill-back
 (`_refusing`), or whose possible last targets all are, stops: the step it would give is refused
 anyway. Trials run on a copy of the ledger with
@@ -29,6 +31,7 @@ from optsched.concerns.tenancy.preemption import Preemptor
 from optsched.model import Cluster, Plan, Queue
 from optsched.problem import BArray, FArray, JobSpec, Problem, compile_problem
 from optsched.solvers import evictions, kueue, trials
+from optsched.solvers.greedy import GreedyEngine
 from tests.kueue_rounds import gpu_cluster, gpu_job, gpu_running
 from tests.strategies import contended_rounds
 
@@ -41,6 +44,8 @@ def _without_prechecks(p: Problem, monkeypatch: pytest.MonkeyPatch) -> Plan:
         m.setattr(evictions.EvictionBook, "reclaiming_with", _reclaiming_whole)
         m.setattr(kueue.KueueEngine, "_fits_released", _released_everywhere)
         m.setattr(kueue.KueueEngine, "_refusing", _refusing_none)
+        m.setattr(kueue.KueueEngine, "_last_alone", lambda self, job, cands, start, allow_borrow: False)
+        m.setattr(kueue.KueueEngine, "cursor_within", GreedyEngine.cursor_within)
         return kueue.solve_kueue(p)
 
 
@@ -133,6 +138,48 @@ def test_quota_precheck_refuses_trials_and_leaves_the_plan_unchanged(monkeypatch
         p = compile_problem(c, q)
         plan = kueue.solve_kueue(p)
     assert refused
+    assert check_problem(p, plan) == []
+    assert _decisions(plan) == _decisions(_without_prechecks(compile_problem(c, q), monkeypatch))
+
+
+@pytest.mark.parametrize(("jobs", "load", "seed", "taken"), [(200, 2.0, 2, True), (400, 4.0, 0, False),
+                                                          (400, 2.0, 1, False)])
+def test_last_target_alone_and_flavor_cursors_leave_the_plan_unchanged(
+        jobs: int, load: float, seed: int, taken: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On mixed-cloud-10k rounds where jobs must free their own tenant's quota behind the cohort's
+    other candidates, replicas go through flavor cursors, the first round's searches answer with
+    the quota prefix's last target alone (`_last_alone`), and each plan is the one without either.
+    The two others catch the cases `_last_alone` leaves out: taking the shortcut for a non-gang
+    job placed in part changes the plan of 400 jobs at 4x load, seed 0, and for a job with uplink
+    traffic that of 400 jobs at 2x load, seed 1."""
+    from optsched.bundled import DATA_DIR
+    from optsched.generate import generate_queue
+    from optsched.model import load_cluster
+
+    c = load_cluster(DATA_DIR / "clusters" / "mixed-cloud-10k.yaml")
+    q = generate_queue(c, "mixed", jobs=jobs, load=load, seed=seed)
+    alone: list[str] = []
+    masked: list[bool] = []
+    original_alone, original_within = kueue.KueueEngine._last_alone, kueue.KueueEngine.cursor_within
+
+    def counting(self: kueue.KueueEngine, job: JobSpec, cands: list[JobSpec], start: int, allow_borrow: bool) -> bool:
+        out = original_alone(self, job, cands, start, allow_borrow)
+        if out:
+            alone.append(job.id)
+        return out
+
+    def within(self: kueue.KueueEngine, job: JobSpec, group: Any, restrict: BArray | None) -> Any:
+        cursor, mask = original_within(self, job, group, restrict)
+        masked.append(mask is not None)
+        return cursor, mask
+
+    with monkeypatch.context() as m:
+        m.setattr(kueue.KueueEngine, "_last_alone", counting)
+        m.setattr(kueue.KueueEngine, "cursor_within", within)
+        p = compile_problem(c, q)
+        plan = kueue.solve_kueue(p, diagnose_beside=False)
+    assert alone or not taken
+    assert masked.count(False) > masked.count(True) > 0  # most replicas on flavor cursors, some masked
     assert check_problem(p, plan) == []
     assert _decisions(plan) == _decisions(_without_prechecks(compile_problem(c, q), monkeypatch))
 

@@ -471,17 +471,7 @@ class KueueEngine(GreedyEngine):
         lo = hi = start  # galloping from there: most jobs need one or two victims more
         if refused(start, len(cands)):
             return []
-        if start > 1 and not job.bandwidth and \
-                self._whole(job, self._fits_without(job, cands[start - 1:start], allow_borrow, keep=False)):
-            # The quota prefix's last target alone makes room for all the job asks: so does the
-            # prefix (fit grows with the targets), and the fill-back below gives every other target
-            # back in its first trial, this one. The same targets, without a trial of the whole
-            # prefix (on mixed-cloud-10k, a job whose own tenant must free quota lists the cohort's
-            # other candidates first: dozens of victims moved out and back for nothing). A
-            # non-gang job placed only in part is left to the search (with more room it places
-            # more replicas, which its quota may refuse), and so is a job with uplink traffic (with
-            # more room, best-fit may spread it across an uplink it then overloads): fit does not
-            # grow with the targets there (both seen on mixed-cloud-10k).
+        if self._last_alone(job, cands, start, allow_borrow):  # the fill-back would keep it alone
             return [] if refused(start, start) else cands[start - 1:start]
         if self._fits_without(job, cands[:start], allow_borrow, keep=False) is None:
             if self._fits_without(job, cands, allow_borrow, keep=False) is None:
@@ -524,10 +514,20 @@ class KueueEngine(GreedyEngine):
         give_back(list(range(len(targets) - 2, -1, -1)))
         return [targets[i] for i in sorted(kept)]
 
-    @staticmethod
-    def _whole(job: JobSpec, att: Attempt | None) -> bool:
-        """Whether a trial's attempt placed every replica the job's minimum asks for (a gang job's
-        always does; a non-gang one keeps the replicas that fit)."""
+    def _last_alone(self, job: JobSpec, cands: list[JobSpec], start: int, allow_borrow: bool) -> bool:
+        """Whether the job fits, for all its minimum asks, with only the last target of the
+        shortest prefix the quota allows (`cands[:start]`) evicted: then so it does with the
+        prefix (fit grows with the targets), which is the shortest that fits, and the fill-back
+        gives every other target back in its first trial, this one. `_shortest_targets` answers
+        with it without a trial of the whole prefix (on mixed-cloud-10k, a job whose own tenant
+        must free quota lists the cohort's other candidates first: dozens of victims moved out
+        and back for nothing). Not asked where fit need not grow with the targets: a non-gang job
+        placed only in part (with more room it places more replicas, which its quota may refuse),
+        or a job with uplink traffic (with more room, best-fit may spread it across an uplink it
+        then overloads; both seen on mixed-cloud-10k)."""
+        if start <= 1 or job.bandwidth:
+            return False
+        att = self._fits_without(job, cands[start - 1:start], allow_borrow, keep=False)
         counts = gang.target_counts(job)
         return att is not None and counts is not None and len(att.replicas) == sum(counts)
 

@@ -146,8 +146,7 @@ class KueueEngine(GreedyEngine):
         """The priority diagnostic's trials, by victim set (`_fits_released`)."""
         self._flavor_on: list[BArray] = list(p.flavor_nodes)
         """Per flavor, its nodes: one mask object per flavor for the whole round (`cursor_within`
-        knows a flavor's mask by its identity)."""
-        self._flavor_of_mask = {id(on): f for f, on in enumerate(self._flavor_on)}
+        knows the mask of a flavor alone by its identity)."""
         self._flavor_cursors: dict[tuple[int, int], tuple[NodeCursor, NodeCursor | None]] = {}
         """(id of a shape cursor, flavor) -> (that cursor, its cursor over the flavor's nodes)."""
         self._allow_borrow = True
@@ -178,17 +177,22 @@ class KueueEngine(GreedyEngine):
 
     def cursor_within(self, job: JobSpec, group: GroupSpec,
                       restrict: BArray | None) -> tuple[NodeCursor, BArray | None]:
-        """Where the mask is exactly a flavor's nodes (`replica_restrict` without colocation or a
-        topology domain: most replicas), a cursor over the shape's nodes of that flavor and no
-        mask: its best node is the shape cursor's best inside the mask (same scores, same tie
-        order), found over a third of the nodes on mixed-cloud-10k, and its repeated replicas
-        skip the search (`_repeat_node`). Any other mask is applied as given."""
+        """For a group with an assigned flavor, a cursor over the shape's nodes of that flavor:
+        every mask such a replica gets holds only the flavor's nodes (`replica_restrict`), so its
+        best node is the shape cursor's best inside the mask (same scores, same tie order), found
+        over a third of the nodes on mixed-cloud-10k. The mask itself goes where it is the
+        flavor's nodes alone (most replicas), and then repeated replicas skip the search
+        (`_repeat_node`); a colocation or topology mask stays, over the flavor's nodes only."""
         base, mask = super().cursor_within(job, group, restrict)
-        flavor = None if mask is None else self._flavor_of_mask.get(id(mask))
-        if flavor is None or mask is not self._flavor_on[flavor]:
+        if mask is None:
+            return base, None
+        flavor = self.flavors.assign(job).flavors.get(group.index)
+        if flavor is None:
             return base, mask
         sub = self._flavor_cursor(job, group, flavor)
-        return (base, mask) if sub is None else (sub, None)
+        if sub is None:
+            return base, mask
+        return sub, None if mask is self._flavor_on[flavor] else mask
 
     def _flavor_cursor(self, job: JobSpec, group: GroupSpec, flavor: int) -> NodeCursor | None:
         """The cursor over the nodes of `flavor` that the group's shape cursor holds (None where it

@@ -44,6 +44,13 @@ MIN_JOBS = 200
 """Queued jobs below which the diagnostic stays inline (the fork took 4 ms on mixed-cloud-10k, and
 each request about 0.15 ms to send, wrappers, one-off: a round of few deferrals gains nothing)."""
 
+BATCH = 4
+"""Requests sent to the copy in one message: each message costs the round a pipe write and the
+copy a wake-up, and the copy lags by at most this many diagnostics as the round ends. On
+mixed-cloud-10k (1,000 jobs, seeds 0-4), the round's time in sending and in waiting for the
+answers: 0.031-0.040 s a round at 4 and 0.037-0.038 s at 8, against 0.049-0.065 s one by one
+(wrappers, mean of 10 rounds, one-off)."""
+
 ANSWER_TIMEOUT_S = 600.0
 """Seconds the round waits for the copy's answers before it reports the copy lost."""
 
@@ -104,6 +111,8 @@ class Beside:
         self._all = np.arange(engine.p.n_nodes, dtype=np.int64)
         self.asked = 0
         """Requests made so far."""
+        self._batch: list[Request] = []
+        """Requests not sent yet (`BATCH`)."""
         self._stopped = False
         """Whether the copy stopped taking requests (it failed)."""
 
@@ -113,9 +122,16 @@ class Beside:
         self._seen = len(engine.changed)
         self.asked += 1
         if not self._stopped:
-            self._send(engine.diagnosis_request(job, failure, detail, nodes))
+            self._batch.append(engine.diagnosis_request(job, failure, detail, nodes))
+            if len(self._batch) >= BATCH:
+                self._flush()
 
-    def _send(self, message: Request | None) -> None:
+    def _flush(self) -> None:
+        if self._batch and not self._stopped:
+            self._send(self._batch)
+        self._batch = []
+
+    def _send(self, message: list[Request] | None) -> None:
         try:
             self._conn.send(message)
         except OSError:  # the copy stopped (it failed): its error waits in the pipe for `answers`
@@ -124,6 +140,7 @@ class Beside:
     def answers(self) -> dict[int, tuple[str, str]]:
         """Every request's verdict (deferral reason, detail) by job index, once the copy is done;
         RuntimeError with the copy's own error if it failed."""
+        self._flush()
         if not self._stopped:
             self._send(None)
         try:
@@ -152,10 +169,11 @@ def _serve(engine: Engine, conn: Connection) -> None:
     answers: dict[int, tuple[str, str]] = {}
     try:
         while True:
-            request = conn.recv()
-            if request is None:
+            batch = conn.recv()
+            if batch is None:
                 break
-            answers[request.job] = engine.diagnose_request(request)
+            for request in batch:
+                answers[request.job] = engine.diagnose_request(request)
         conn.send(("ok", answers))
     except EOFError:  # the round ended without asking for the answers
         pass

@@ -9,7 +9,7 @@ one-off; beside against inline: benchmarks/results/kueue-speed.md).
 
 `Beside` forks a copy of the engine as the round starts (`fork`: the copy shares the
 problem and its derived tables, nothing is pickled but the requests) and sends it, per deferred
-job, what of the round's state the diagnostic reads and the copy lacks: the ledger's rows of the
+job (a few to a message, `BATCH`), what of the round's state the diagnostic reads and the copy lacks: the ledger's rows of the
 nodes changed since the last request (`ledger.NodeRows`, the values themselves, bit for bit), the
 evictions so far (`alive`), the flavors a tenant may no longer borrow, and the job's flavor
 assignment. The copy, brought to the round's state at that job, diagnoses it as the engine would

@@ -9,12 +9,12 @@ one-off; beside against inline: benchmarks/results/kueue-speed.md).
 
 `Beside` forks a copy of the engine as the round starts (`fork`: the copy shares the
 problem and its derived tables, nothing is pickled but the requests) and sends it, per deferred
-job (a few to a message, `BATCH`), what of the round's state the diagnostic reads and the copy lacks: the ledger's rows of the
-nodes changed since the last request (`ledger.NodeRows`, the values themselves, bit for bit), the
-evictions so far (`alive`), the flavors a tenant may no longer borrow, and the job's flavor
-assignment. The copy, brought to the round's state at that job, diagnoses it as the engine would
-have; the round takes the answers at its end. The plan is the one the engine gives with the
-diagnostic inline (tests/test_kueue_diagnosis.py).
+job (a few to a message, `BATCH`), what of the round's state the diagnostic reads and the copy
+lacks: the ledger's rows of the nodes changed since the last request (`ledger.NodeRows`, the
+values themselves, bit for bit), the evictions so far (`alive`), the flavors a tenant may no
+longer borrow, and the job's flavor assignment. The copy, brought to the round's state at that
+job, diagnoses it as the engine would have; the round takes the answers at its end. The plan is
+the one the engine gives with the diagnostic inline (tests/test_kueue_diagnosis.py).
 
 It runs only where forking is safe and pays (`usable`): Linux (macOS's system libraries do not
 survive a fork), one Python thread (a fork copies only the calling thread: a lock another thread

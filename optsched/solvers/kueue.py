@@ -215,10 +215,7 @@ class KueueEngine(GreedyEngine):
                 if main is None:
                     return None
                 main.sync()
-            clone = trial.clones.get(id(main))
-            if clone is None:
-                clone = trial.clones[id(main)] = main.clone(seen=0)
-            trial.cursor_of[mine] = clone
+            clone = trial.clone(mine, main)
         return clone
 
     # ------------------------------------------------------------------ quota arithmetic
@@ -305,10 +302,7 @@ class KueueEngine(GreedyEngine):
             with self._placing_in(None):
                 main = super().shape_cursor(job, group)
                 main.sync()
-            got = trial.clones.get(id(main))
-            if got is None:
-                got = trial.clones[id(main)] = main.clone(seen=0)
-            trial.cursor_of[mine] = got
+            got = trial.clone(mine, main)
         return got
 
     def _candidates(self, job: JobSpec, for_nodes: bool = False) -> list[tuple[JobSpec, str]]:

@@ -41,6 +41,16 @@ class TrialState:
         """A series starting from a copy of `ledger`."""
         return cls(ledger.copy(), ChangeLog(ledger.problem.n_nodes))
 
+    def clone(self, key: tuple[bool, int, int, str], main: NodeCursor) -> NodeCursor:
+        """The series' clone of the round's cursor `main` (made current on the round's ledger by
+        the caller), made on first use, current up to the trial log's start (its first sync
+        re-scores the nodes the trials changed); remembered for `key` in `cursor_of`."""
+        got = self.clones.get(id(main))
+        if got is None:
+            got = self.clones[id(main)] = main.clone(seen=0)
+        self.cursor_of[key] = got
+        return got
+
     def release(self, want: set[int]) -> None:
         """Have exactly the running jobs `want` (indices) out of the ledger: from the last trial's
         set, the new ones go and the ones no longer listed come back, in one ledger update (a

@@ -84,9 +84,6 @@ class DomainEngine(GreedyEngine):
         and the bins' mask (None: it holds all of them)."""
         self.owned: dict[int, BArray] = {}
         """The bins' masks `_in_bins` handed out, by id."""
-        self.sub_cursors: dict[tuple[int, int], tuple[BArray, NodeCursor, NodeCursor | None]] = {}
-        """Per (id of a bins' mask, id of a shape's cursor): the mask, that cursor (kept, so the ids
-        stay theirs) and a cursor over the shape's nodes inside the mask (None: there are none)."""
         self.cells = cells
         self.flavor_masks: dict[tuple[int, ...], BArray | None] = {}
         """Per set of bins: the nodes of their quota flavors (`_flavor_mask`; None: every node)."""
@@ -174,14 +171,10 @@ class DomainEngine(GreedyEngine):
         base, mask = super().cursor_within(job, group, restrict)
         if mask is None:
             return base, None
-        key = (id(mask), id(base))
-        got = self.sub_cursors.get(key)
-        if got is None or got[0] is not mask or got[1] is not base:
-            if self.owned.get(id(mask)) is not mask:
-                return base, mask  # not a bins' mask: combined with another rule, or the real nodes
-            inside = base.nodes[mask[base.nodes]]
-            got = self.sub_cursors[key] = (mask, base, NodeCursor(self, base.group, inside) if len(inside) else None)
-        return (base, mask) if got[2] is None else (got[2], None)
+        if self.owned.get(id(mask)) is not mask:
+            return base, mask  # not a bins' mask: combined with another rule, or the real nodes
+        sub = self.subset_cursor(base, id(mask), mask)  # owned masks live as long as the engine: ids stay theirs
+        return (base, mask) if sub is None else (sub, None)
 
     def domain_candidates(self, job: JobSpec, levels: list[int], limit: int) -> list[tuple[int, int]]:
         """The base engine's domains for a topology-bound job; while a serving pass places it

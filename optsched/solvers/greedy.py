@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -302,6 +302,8 @@ class GreedyEngine:
         self._cursor_of: dict[tuple[bool, int, int, str], NodeCursor] = {}
         """The cursor of each (running, job, group, strategy) asked for (its shape key is not
         recomputed per replica)."""
+        self._subset_cursors: dict[tuple[int, Hashable], tuple[NodeCursor, NodeCursor | None]] = {}
+        """(id of a cursor, subset) -> (that cursor, its cursor over the subset: `subset_cursor`)."""
         self.changed = ChangeLog(problem.n_nodes)
         """The nodes whose usage changed, in order (cursors re-score what they have not seen)."""
         self._totals: FArray | None = None
@@ -334,6 +336,19 @@ class GreedyEngine:
         subsets hands back one for `restrict` and no mask: the same choice, without a pass over
         every eligible node per replica)."""
         return self.shape_cursor(job, group), restrict
+
+    def subset_cursor(self, base: NodeCursor, subset: Hashable, nodes: BArray) -> NodeCursor | None:
+        """A cursor over the nodes of `base` that `nodes` marks (None where it marks none), kept
+        for the round per `base` and `subset` (a name for `nodes`: the same subset must always
+        come with the same nodes). Its best node is `base.best` inside the mask (same scores, same
+        tie order), found over the subset's nodes only: an engine whose replicas keep to a few
+        large node sets (quota flavors, the domain path's bins) hands these out in `cursor_within`."""
+        key = (id(base), subset)
+        got = self._subset_cursors.get(key)
+        if got is None or got[0] is not base:  # a cursor dropped since (`use_nodes`) may share an id
+            inside = base.nodes[nodes[base.nodes]]
+            got = self._subset_cursors[key] = (base, NodeCursor(self, base.group, inside) if len(inside) else None)
+        return got[1]
 
     def eligible_nodes(self, job: JobSpec, group: GroupSpec) -> IArray:
         """The real nodes a replica of `group` may use, sorted (its cursor's: the same array for
@@ -601,6 +616,7 @@ class GreedyEngine:
         self.real = nodes
         self._cursors.clear()
         self._cursor_of.clear()
+        self._subset_cursors.clear()
         self._totals = None
 
     def admit(self, job: JobSpec) -> Attempt:

@@ -147,8 +147,6 @@ class KueueEngine(GreedyEngine):
         self._flavor_on: list[BArray] = list(p.flavor_nodes)
         """Per flavor, its nodes: one mask object per flavor for the whole round (`cursor_within`
         knows the mask of a flavor alone by its identity)."""
-        self._flavor_cursors: dict[tuple[int, int], tuple[NodeCursor, NodeCursor | None]] = {}
-        """(id of a shape cursor, flavor) -> (that cursor, its cursor over the flavor's nodes)."""
         self._allow_borrow = True
         """Whether the placement under way may borrow (`_quota_ok`'s rule that its growth keeps)."""
         self.diagnose_beside = False
@@ -195,18 +193,12 @@ class KueueEngine(GreedyEngine):
         return sub, None if mask is self._flavor_on[flavor] else mask
 
     def _flavor_cursor(self, job: JobSpec, group: GroupSpec, flavor: int) -> NodeCursor | None:
-        """The cursor over the nodes of `flavor` that the group's shape cursor holds (None where it
-        holds none: the mask then refuses the replica for its usual reason); inside a trial, its
-        clone, as `shape_cursor` clones a shape's cursor."""
+        """The cursor over the nodes of `flavor` that the group's shape cursor holds
+        (`subset_cursor`; None where it holds none: the mask then refuses the replica for its usual
+        reason); inside a trial, its clone, as `shape_cursor` clones a shape's cursor."""
         trial = self._inside
         if trial is None:
-            base = super().shape_cursor(job, group)
-            key = (id(base), flavor)
-            got = self._flavor_cursors.get(key)
-            if got is None or got[0] is not base:
-                inside = base.nodes[self._flavor_on[flavor][base.nodes]]
-                got = self._flavor_cursors[key] = (base, NodeCursor(self, group, inside) if len(inside) else None)
-            return got[1]
+            return self.subset_cursor(super().shape_cursor(job, group), ("flavor", flavor), self._flavor_on[flavor])
         mine = (job.running, job.index, group.index, f"{self.s.name}/{flavor}")
         clone = trial.cursor_of.get(mine)
         if clone is None:

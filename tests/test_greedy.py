@@ -56,6 +56,56 @@ def test_the_node_just_used_is_taken_again_only_where_a_full_search_takes_it(dat
             assert searched.deferred == fast[name].deferred, name
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=busy_rounds())
+def test_a_domains_cursor_takes_the_nodes_the_masked_search_takes(data: tuple[Cluster, Queue]) -> None:
+    """A replica held to one domain (a topology-bound attempt, a colocation) is searched with the
+    round's cursor over the shape's nodes in that domain (`GreedyEngine.cursor_within`): every
+    strategy's plan, and the Kueue baseline's, equal their plans with the shape's cursor and the
+    domain's mask."""
+    from optsched.solvers.kueue import solve_kueue
+
+    p = compile_problem(*data)
+    fast = {name: solve_greedy(p, name) for name in NAMES} | {"kueue": solve_kueue(p)}
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(GreedyEngine, "cursor_within", lambda self, job, group, restrict: (self.shape_cursor(job, group),
+                                                                                     restrict))
+        masked = {name: solve_greedy(p, name) for name in NAMES} | {"kueue": solve_kueue(p)}
+    for name, plan in fast.items():
+        assert masked[name].placements == plan.placements, name
+        assert masked[name].deferred == plan.deferred, name
+
+
+def test_a_domains_cursor_is_used_for_topology_bound_and_colocated_replicas() -> None:
+    """The domain's cursor is what places them (not the mask): two leaves, a job bound to one
+    leaf and a job whose two groups must share a leaf; each searched replica held to a domain
+    gets a cursor over that leaf's nodes and no mask."""
+    c = _cluster([_node(i, leaf=i % 2) for i in range(4)], leaves=2)
+    q = Queue.model_validate({"jobs": [
+        _job("bound", 8, replicas=2, gang=True, topology={"level": "leaf", "mode": "required"}),
+        {"id": "pair", "gang": True, "colocate": [{"groups": ["a", "b"], "level": "leaf"}], "groups": [
+            {"name": "a", "replicas": {"min": 1, "max": 1}, "request": {"gpu": 4, "cpu": 1000}},
+            {"name": "b", "replicas": {"min": 1, "max": 1}, "request": {"gpu": 4, "cpu": 1000}}]}]})
+    p = compile_problem(c, q)
+    engine = GreedyEngine(p, STRATEGIES["best-fit"])
+    held: list[tuple[int, bool]] = []
+    within = engine.cursor_within
+
+    def spy(job: Any, group: Any, restrict: Any) -> Any:
+        cursor, mask = within(job, group, restrict)
+        if restrict is not None:
+            held.append((len(cursor.nodes), mask is None))
+        return cursor, mask
+
+    engine.cursor_within = spy  # type: ignore[method-assign]
+    placed, deferred = engine.run()
+    assert not deferred and len(placed["bound"]) == 2 and len(placed["pair"]) == 2
+    assert held and all(held_nodes == 2 and unmasked for held_nodes, unmasked in held)
+    leaf = p.node_domain_at(p.level_index("leaf"))
+    for job in ("bound", "pair"):
+        assert len({int(leaf[r.node]) for r in placed[job]}) == 1
+
+
 def _assert_every_baseline_valid(cluster: Cluster, queue: Queue) -> None:
     p = compile_problem(cluster, queue)
     for name in NAMES:

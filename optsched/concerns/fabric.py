@@ -65,18 +65,29 @@ def uplink_problem(p: Problem, ledger: Ledger, job: JobSpec,
                          f"{p.uplink[d]:g}")
 
 
-def colocate_mask(p: Problem, job: JobSpec, group: int, placed: Sequence[PlacedReplica]) -> BArray | None:
-    """Search primitive: the nodes where a replica of group `group` may go so that the job's
-    `colocate` rules still hold, given its replicas placed so far; None when no rule restricts it."""
-    mask: BArray | None = None
+def colocate_domains(p: Problem, job: JobSpec, group: int, placed: Sequence[PlacedReplica]) -> list[tuple[int, int]]:
+    """Search primitive: the (level, domain) pairs a replica of group `group` must go inside so
+    that the job's `colocate` rules still hold, given its replicas placed so far (each rule whose
+    groups hold a placed replica: that replica's domain at the rule's level); empty when no rule
+    restricts it."""
+    out: list[tuple[int, int]] = []
     for groups, level in job.colocate:
         if group not in groups:
             continue
-        at = p.node_domain_at(level)
         anchor = next((r.node for r in placed if r.group in groups), None)
         if anchor is not None:
-            m = at == at[anchor]
-            mask = m if mask is None else mask & m
+            out.append((level, int(p.node_domain_at(level)[anchor])))
+    return out
+
+
+def colocate_mask(p: Problem, job: JobSpec, group: int, placed: Sequence[PlacedReplica]) -> BArray | None:
+    """Search primitive: the nodes where a replica of group `group` may go so that the job's
+    `colocate` rules still hold, given its replicas placed so far; None when no rule restricts it
+    (the nodes of every domain `colocate_domains` names)."""
+    mask: BArray | None = None
+    for level, domain in colocate_domains(p, job, group, placed):
+        m = p.node_domain_at(level) == domain
+        mask = m if mask is None else mask & m
     return mask
 
 

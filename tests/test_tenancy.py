@@ -348,6 +348,38 @@ def test_cpsat_on_contended_rounds_is_valid_and_no_worse_than_kueue(data: tuple[
             actual["disruption"], abs=1e-3 * (1 + len(plan.evictions)))
 
 
+def _saved_round(name: str) -> Problem:
+    """A round the hypothesis test above found (tests/data/rounds/<name>.json)."""
+    import json
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).parent / "data" / "rounds" / f"{name}.json").read_text())
+    return compile_problem(Cluster.model_validate(doc["cluster"]), Queue.model_validate(doc["queue"]))
+
+
+def test_a_preemptor_that_is_not_a_gang_uses_only_the_flavors_its_placed_replicas_do() -> None:
+    """A job that is not a gang may be admitted without any replica of one of its groups
+    (`preemption.sure_flavors` requires none of them): here the model reclaimed GPU quota for a
+    preemptor admitted with its CPU group alone, which the validator refuses, and the round fell
+    back with "decode failed (a model bug)" (a cohort tree under fair sharing)."""
+    p = _saved_round("tree-fair-nongang-preemptor")
+    plan = solve_cpsat(p, time_limit=3.0)
+    assert check_problem(p, plan) == []
+    assert plan.solver.status in ("feasible", "optimal") and "bug" not in str(plan.solver.reason or ""), plan.solver
+
+
+def test_a_start_plan_served_by_a_cohort_tree_quota_break_is_named_a_restriction() -> None:
+    """The Kueue start plan reclaims for a preemptor that sits beside none of the victim's nodes,
+    served by the cohort tree's quota (putting the victim back breaks it); the model's serving
+    rule states no cohort-tree break (S3, docs/formulation.md), so it cannot complete the start
+    plan, and the fallback says so rather than calling it a model bug."""
+    p = _saved_round("tree-fair-quota-served-reclaim")
+    plan = solve_cpsat(p, time_limit=3.0)
+    assert check_problem(p, plan) == []
+    reason = str(plan.solver.reason or "")
+    assert "quota rule the model leaves out" in reason and "bug" not in reason, plan.solver
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=contended_rounds())
 def test_eviction_neighbourhoods_are_valid_and_no_worse_than_kueue(data: tuple[Cluster, Queue]) -> None:

@@ -7,10 +7,15 @@ feasible in the model: an exact model must accept a plan that passed the validat
 
 from __future__ import annotations
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from optsched import clock
+from optsched.concerns.tenancy.serving import victim_nodes
+from optsched.ledger import EPS
+from optsched.model.plan import Eviction
 from optsched.roundmodel.variables import RoundModel
+from optsched.view import PlanView
 
 
 def primary_values(r: RoundModel) -> dict[int, int]:
@@ -33,12 +38,46 @@ def primary_values(r: RoundModel) -> dict[int, int]:
 def hint_failure(r: RoundModel, status: str) -> str:
     """The fallback reason of a start plan the model could not complete (status `status`):
     INFEASIBLE is a model bug, except where the model is a known restriction of the rules that
-    the start plan may use: fair-sharing reclaims above nominal (P2f, docs/formulation.md)."""
-    reclaims = any(ev.reason == "reclaimed" for ev in (r.hint.evictions if r.hint is not None else []))
+    the start plan may use: fair-sharing reclaims above nominal (P2f, docs/formulation.md). On a
+    cohort tree the model makes none, so a start plan that makes one is outside it for certain;
+    in a flat cohort the model states them with bounds rounded against the reclaim, and which
+    side of a bound the start plan falls on is not told here."""
+    reclaims = [ev for ev in (r.hint.evictions if r.hint is not None else []) if ev.reason == "reclaimed"]
+    if r.p.cluster.fair_sharing is not None and reclaims and r.p.hierarchical and _reclaims_above_nominal(r, reclaims):
+        return (f"hint completion {status} (the start plan reclaims under fair sharing on a cohort tree "
+                "with its preemptor above nominal, which the model does not state: P2f)")
+    if _served_by_unstated_quota(r):
+        return (f"hint completion {status} (an eviction of the start plan is served by a quota rule the "
+                "model leaves out: S1-S3 state no lending-limit or cohort-tree break)")
     if r.p.cluster.fair_sharing is not None and reclaims:
         return (f"hint completion {status} (the start plan reclaims under fair sharing, which the model "
                 "restricts: P2f; else a model bug if INFEASIBLE)")
     return f"hint completion {status} (a model bug if INFEASIBLE)"
+
+
+def _served_by_unstated_quota(r: RoundModel) -> bool:
+    """Whether the round has lending limits or cohort trees (whose quota breaks S1-S3 leave out,
+    docs/formulation.md) and the start plan evicts a job whose preemptor has no replica on the
+    victim's nodes (so the eviction is served by a quota rule, maybe one of those)."""
+    p = r.p
+    if r.hint is None or not r.hint.evictions or not (p.hierarchical or bool(np.isfinite(p.lend_limit).any())):
+        return False
+    for ev in r.hint.evictions:
+        victim = p.running[p.running_index[ev.job]]
+        beside = {p.node_index[pl.node] for pl in r.hint.placements if pl.job == ev.by}
+        if not beside & set(victim_nodes(victim)):
+            return True
+    return False
+
+
+def _reclaims_above_nominal(r: RoundModel, reclaims: list[Eviction]) -> bool:
+    """Whether a reclaim of the start plan has a preemptor whose tenant ends the plan above its
+    nominal quota on some flavor."""
+    assert r.hint is not None
+    p = r.p
+    used = PlanView(p, r.hint).ledger.quota_used
+    by_tenant = {p.jobs[p.job_index[ev.by]].tenant for ev in reclaims if ev.by in p.job_index}
+    return any(bool((used[t] > p.nominal[t] + EPS).any()) for t in by_tenant)
 
 
 def complete_hint(r: RoundModel, time_limit: float, seed: int) -> tuple[str, list[int] | None]:

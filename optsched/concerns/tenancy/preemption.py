@@ -327,10 +327,14 @@ DISRUPTION_SCALE = 1000
 def sure_flavors(p: Problem, job: JobSpec) -> BArray:
     """Flavors every admission of `job` uses: a flavor counting something a required replica
     asks for, on every node that replica may use (a resource on every node; the device model of
-    a GPU group that can only land on that model's nodes)."""
+    a GPU group that can only land on that model's nodes). A replica is required of a gang's
+    groups with a minimum, and of a job's only group; a job that is not a gang keeps the
+    replicas that fit, so with several groups it may be admitted without any of one group's (a
+    hypothesis round: a preemptor admitted with its CPU group alone was taken to use its GPU
+    group's flavor, and the model reclaimed for it what the validator refused)."""
     out = np.zeros(len(p.flavors), dtype=bool)
     for g in job.groups:
-        if g.rmin <= 0:
+        if g.rmin <= 0 or not (job.gang or len(job.groups) == 1):
             continue
         some, every = p.derived(ELIGIBLE_FLAVORS, job, g)
         if some.any() or not len(some):

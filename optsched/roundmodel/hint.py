@@ -38,10 +38,11 @@ def primary_values(r: RoundModel) -> dict[int, int]:
 def hint_failure(r: RoundModel, status: str) -> str:
     """The fallback reason of a start plan the model could not complete (status `status`):
     INFEASIBLE is a model bug, except where the model is a known restriction of the rules that
-    the start plan may use: fair-sharing reclaims above nominal (P2f, docs/formulation.md). On a
+    the start plan may use (docs/formulation.md): fair-sharing reclaims above nominal (P2f: on a
     cohort tree the model makes none, so a start plan that makes one is outside it for certain;
     in a flat cohort the model states them with bounds rounded against the reclaim, and which
-    side of a bound the start plan falls on is not told here."""
+    side of a bound the start plan falls on is not told here), and evictions served by a
+    lending-limit or cohort-tree quota break, which S1-S3 leave out."""
     reclaims = [ev for ev in (r.hint.evictions if r.hint is not None else []) if ev.reason == "reclaimed"]
     if r.p.cluster.fair_sharing is not None and reclaims and r.p.hierarchical and _reclaims_above_nominal(r, reclaims):
         return (f"hint completion {status} (the start plan reclaims under fair sharing on a cohort tree "

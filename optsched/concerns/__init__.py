@@ -89,7 +89,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern("gang", gang, check=gang.check, encodings=("gang",), search=(gang.target_counts, gang.count_problems),
             missing=(("term", "all-or-nothing: a rule, not a score"),)),
     Concern("fabric", fabric, check=fabric.check, term=fabric.term, encodings=("fabric",),
-            search=(fabric.uplink_problem, fabric.colocate_domains, fabric.colocate_mask)),
+            search=(fabric.uplink_problem, fabric.colocate_mask)),
     Concern("spread", spread, check=spread.check, encodings=("spread",), search=(spread.allowed_nodes,),
             missing=(("term", "a skew limit, not a score"),)),
     Concern("quota", quota, check=quota.check, term=quota.term, encodings=("quota", "fairness"),

@@ -10,7 +10,7 @@ the fewest that could hold the job, at its level and every level above it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -80,13 +80,15 @@ def colocate_domains(p: Problem, job: JobSpec, group: int, placed: Sequence[Plac
     return out
 
 
-def colocate_mask(p: Problem, job: JobSpec, group: int, placed: Sequence[PlacedReplica]) -> BArray | None:
+def colocate_mask(p: Problem, job: JobSpec, group: int, placed: Sequence[PlacedReplica],
+                  domain_mask: Callable[[int, int], BArray] | None = None) -> BArray | None:
     """Search primitive: the nodes where a replica of group `group` may go so that the job's
     `colocate` rules still hold, given its replicas placed so far; None when no rule restricts it
-    (the nodes of every domain `colocate_domains` names)."""
+    (the nodes of every domain `colocate_domains` names, each from `domain_mask(level, domain)`,
+    default a fresh mask: under one rule the result is that array itself)."""
     mask: BArray | None = None
     for level, domain in colocate_domains(p, job, group, placed):
-        m = p.node_domain_at(level) == domain
+        m = p.node_domain_at(level) == domain if domain_mask is None else domain_mask(level, domain)
         mask = m if mask is None else mask & m
     return mask
 

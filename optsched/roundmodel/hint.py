@@ -11,9 +11,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from optsched import clock
+from optsched.concerns.tenancy.preemption import preemptor
 from optsched.concerns.tenancy.serving import victim_nodes
-from optsched.ledger import EPS
-from optsched.model.plan import Eviction
 from optsched.roundmodel.variables import RoundModel
 from optsched.view import PlanView
 
@@ -43,42 +42,26 @@ def hint_failure(r: RoundModel, status: str) -> str:
     in a flat cohort the model states them with bounds rounded against the reclaim, and which
     side of a bound the start plan falls on is not told here), and evictions served by a
     lending-limit or cohort-tree quota break, which S1-S3 leave out."""
-    reclaims = [ev for ev in (r.hint.evictions if r.hint is not None else []) if ev.reason == "reclaimed"]
-    if r.p.cluster.fair_sharing is not None and reclaims and r.p.hierarchical and _reclaims_above_nominal(r, reclaims):
+    evictions = r.hint.evictions if r.hint is not None else []
+    if not evictions:
+        return f"hint completion {status} (a model bug if INFEASIBLE)"
+    assert r.hint is not None
+    p = r.p
+    view = PlanView(p, r.hint)
+    by = [(p.running[p.running_index[ev.job]], ev.reason, preemptor(view, ev.by)) for ev in evictions]
+    fair = p.cluster.fair_sharing is not None
+    fair_reclaims = [(v, b) for v, reason, b in by if reason == "reclaimed"] if fair else []
+    if p.hierarchical and any(b is not None and not b.within_nominal for _, b in fair_reclaims):
         return (f"hint completion {status} (the start plan reclaims under fair sharing on a cohort tree "
                 "with its preemptor above nominal, which the model does not state: P2f)")
-    if _served_by_unstated_quota(r):
+    if (p.hierarchical or bool(np.isfinite(p.lend_limit).any())) \
+            and any(b is None or not b.nodes & victim_nodes(v) for v, _, b in by):
         return (f"hint completion {status} (an eviction of the start plan is served by a quota rule the "
                 "model leaves out: S1-S3 state no lending-limit or cohort-tree break)")
-    if r.p.cluster.fair_sharing is not None and reclaims:
+    if fair_reclaims:
         return (f"hint completion {status} (the start plan reclaims under fair sharing, which the model "
                 "restricts: P2f; else a model bug if INFEASIBLE)")
     return f"hint completion {status} (a model bug if INFEASIBLE)"
-
-
-def _served_by_unstated_quota(r: RoundModel) -> bool:
-    """Whether the round has lending limits or cohort trees (whose quota breaks S1-S3 leave out,
-    docs/formulation.md) and the start plan evicts a job whose preemptor has no replica on the
-    victim's nodes (so the eviction is served by a quota rule, maybe one of those)."""
-    p = r.p
-    if r.hint is None or not r.hint.evictions or not (p.hierarchical or bool(np.isfinite(p.lend_limit).any())):
-        return False
-    for ev in r.hint.evictions:
-        victim = p.running[p.running_index[ev.job]]
-        beside = {p.node_index[pl.node] for pl in r.hint.placements if pl.job == ev.by}
-        if not beside & set(victim_nodes(victim)):
-            return True
-    return False
-
-
-def _reclaims_above_nominal(r: RoundModel, reclaims: list[Eviction]) -> bool:
-    """Whether a reclaim of the start plan has a preemptor whose tenant ends the plan above its
-    nominal quota on some flavor."""
-    assert r.hint is not None
-    p = r.p
-    used = PlanView(p, r.hint).ledger.quota_used
-    by_tenant = {p.jobs[p.job_index[ev.by]].tenant for ev in reclaims if ev.by in p.job_index}
-    return any(bool((used[t] > p.nominal[t] + EPS).any()) for t in by_tenant)
 
 
 def complete_hint(r: RoundModel, time_limit: float, seed: int) -> tuple[str, list[int] | None]:

@@ -473,13 +473,9 @@ class GreedyEngine:
 
     def replica_restrict(self, job: JobSpec, group: GroupSpec, placed: list[PlacedReplica]) -> BArray | None:
         """Nodes the next replica of `group` may use beyond its eligibility (None: all): here the
-        colocation of the job's groups (`fabric.colocate_domains`: under one rule, the domain's
-        mask itself, `domain_mask`); engines that narrow placement further extend it."""
-        mask: BArray | None = None
-        for level, domain in fabric.colocate_domains(self.p, job, group.index, placed):
-            m = self.domain_mask(level, domain)
-            mask = m if mask is None else mask & m
-        return mask
+        colocation of the job's groups (under one rule, the domain's mask itself, `domain_mask`);
+        engines that narrow placement further extend it."""
+        return fabric.colocate_mask(self.p, job, group.index, placed, self.domain_mask)
 
     def place_in(self, job: JobSpec, counts: list[int], restrict: BArray | None) -> Attempt:
         """Place the job's minimum counts inside `restrict`, then elastic replicas."""
